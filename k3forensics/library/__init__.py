@@ -1,0 +1,1 @@
+"""The signature library: YAML files of signatures, their condition language, and matching."""

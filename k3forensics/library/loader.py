@@ -1,0 +1,259 @@
+"""Load signature libraries: every problem of every file is collected in one pass."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from k3forensics.errors import Location, SignatureError
+from k3forensics.library.condition import Milestone, Node, TextTest, WithinHit, parse_condition, walk
+from k3forensics.library.model import (
+    PHASES, STEPS, Action, Example, Remediation, Role, Severity, Signature, Status,
+)
+from k3forensics.library.yamlsafe import LINE_KEY, load_yaml
+from k3forensics.resources import signatures_dir
+
+ENV_VAR = "K3F_SIGNATURES"
+ID_PATTERN = re.compile(r"^[a-z0-9_]+(?:\.[a-z0-9_-]+)+$")
+CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
+KNOWN_KEYS = {
+    "id", "title", "category", "role", "severity", "status", "sources", "match", "captures", "phase", "step",
+    "causes", "caused_by", "causal_window_s", "remediation", "references", "examples", "description",
+}
+# Folders of a library that hold other data (baselines), not signatures.
+SKIP_DIRS = {"baselines"}
+
+
+@dataclass
+class Library:
+    signatures: dict[str, Signature] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)          # e.g. overrides
+    problems: list[SignatureError] = field(default_factory=list)
+    folders: list[Path] = field(default_factory=list)
+
+    def of_role(self, *roles: Role) -> list[Signature]:
+        return [s for s in self.signatures.values() if s.role in roles and s.status != Status.DEPRECATED]
+
+    def raise_problems(self) -> None:
+        if self.problems:
+            body = "\n".join(f"  {p}" for p in self.problems)
+            raise SignatureError(f"{len(self.problems)} problem(s) in the signature library:\n{body}")
+
+
+def default_folders(extra: list[Path] | None = None) -> list[Path]:
+    """The shipped library, then folders from $K3F_SIGNATURES, then --signatures folders."""
+    folders = [signatures_dir()]
+    env = os.environ.get(ENV_VAR, "")
+    folders += [Path(p) for p in env.split(os.pathsep) if p]
+    folders += list(extra or [])
+    return folders
+
+
+def load_library(folders: list[Path] | None = None) -> Library:
+    library = Library(folders=list(folders or default_folders()))
+    for folder in library.folders:
+        if not folder.is_dir():
+            library.problems.append(SignatureError("signature folder does not exist", Location(str(folder))))
+            continue
+        for path in sorted(folder.rglob("*.y*ml")):
+            if SKIP_DIRS & set(path.relative_to(folder).parts[:-1]):
+                continue
+            _load_file(library, folder, path)
+    _check_references(library)
+    return library
+
+
+def _load_file(library: Library, folder: Path, path: Path) -> None:
+    display = f"{folder.name}/{path.relative_to(folder).as_posix()}"
+    try:
+        data = load_yaml(path, display)
+    except SignatureError as exc:
+        library.problems.append(exc)
+        return
+    entries = data.get("signatures") if isinstance(data, dict) and "signatures" in data else data
+    if isinstance(entries, dict):
+        entries = [entries]
+    if not isinstance(entries, list):
+        library.problems.append(SignatureError("expected a signature mapping or a `signatures:` list",
+                                               Location(display, 1)))
+        return
+    for entry in entries:
+        try:
+            sig = build_signature(entry, display, folder.name)
+        except SignatureError as exc:
+            library.problems.append(exc)
+            continue
+        previous = library.signatures.get(sig.id)
+        if previous is not None:
+            if previous.library == sig.library:
+                library.problems.append(SignatureError(f"duplicate signature id {sig.id!r} (also at {previous.origin})",
+                                                       _loc(sig.origin)))
+                continue
+            library.notes.append(f"{sig.id}: {sig.origin} overrides {previous.origin}")
+        library.signatures[sig.id] = sig
+
+
+def _loc(origin: str) -> Location:
+    file, _, line = origin.rpartition(":")
+    return Location(file, int(line)) if line.isdigit() else Location(origin)
+
+
+def _problem(message: str, where: Location, hint: str | None = None) -> SignatureError:
+    return SignatureError(message, where, hint)
+
+
+def build_signature(entry: Any, display: str, library: str) -> Signature:
+    if not isinstance(entry, dict):
+        raise _problem("each signature must be a mapping", Location(display))
+    line = entry.get(LINE_KEY, 1)
+    where = Location(display, line)
+    errors: list[str] = []
+    unknown = set(entry) - KNOWN_KEYS - {LINE_KEY}
+    if unknown:
+        errors.append(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}")
+    for key in ("id", "title", "category", "role", "match"):
+        if not isinstance(entry.get(key), str) or not entry.get(key).strip():
+            errors.append(f"`{key}` is required and must be a non-empty string")
+    if errors:
+        raise _problem("; ".join(errors), where)
+    sig_id = entry["id"]
+    if not ID_PATTERN.match(sig_id):
+        errors.append(f"id {sig_id!r} must look like family.name (lower case, dots, dashes)")
+    if not CATEGORY_PATTERN.match(entry["category"]):
+        errors.append(f"category {entry['category']!r} must be snake_case")
+    role = _enum(Role, entry.get("role"), "role", errors)
+    severity = _enum(Severity, entry.get("severity", "error"), "severity", errors)
+    status = _enum(Status, entry.get("status", "experimental"), "status", errors)
+    phase, step = entry.get("phase"), entry.get("step")
+    if phase is not None and phase not in PHASES:
+        errors.append(f"phase {phase!r} is not one of {', '.join(PHASES)}")
+    if step is not None and step not in STEPS:
+        errors.append(f"step {step!r} is not one of {', '.join(STEPS)}")
+    if role == Role.MILESTONE and phase is None:
+        errors.append("a milestone needs `phase`")
+    match_line = _key_line(entry, "match", line)
+    try:
+        condition = parse_condition(entry["match"], Location(display, match_line + 1 if "\n" in entry["match"]
+                                                             else match_line))
+    except SignatureError as exc:
+        raise exc from None
+    errors += _check_condition(condition, role)
+    captures = _str_list(entry.get("captures", []), "captures", errors)
+    for pattern in captures:
+        if "(?P<" not in pattern:
+            errors.append(f"capture {pattern!r} has no named group (?P<name>…)")
+        errors += _regex_problem(pattern)
+    remediation = _remediation(entry.get("remediation"), errors)
+    examples = entry.get("examples") or {}
+    if not isinstance(examples, dict):
+        errors.append("`examples` must be a mapping with `match` and `no_match` lists")
+        examples = {}
+    matches = _examples(examples.get("match", []), "examples.match", errors)
+    no_match = _examples(examples.get("no_match", []), "examples.no_match", errors)
+    if role != Role.MILESTONE and not matches:
+        errors.append("at least one `examples.match` line is required")
+    window = entry.get("causal_window_s", 600.0)
+    if not isinstance(window, int | float) or window < 0:
+        errors.append("causal_window_s must be a non-negative number")
+        window = 600.0
+    if errors:
+        raise _problem(f"signature {sig_id!r}: " + "; ".join(errors), where)
+    return Signature(
+        id=sig_id, title=entry["title"], category=entry["category"], role=role, severity=severity,  # type: ignore[arg-type]
+        status=status, match=entry["match"], condition=condition, origin=f"{display}:{line}",  # type: ignore[arg-type]
+        library=library, sources=tuple(_str_list(entry.get("sources", []), "sources", errors)),
+        captures=tuple(captures), phase=phase, step=step,
+        causes=tuple(_str_list(entry.get("causes", []), "causes", errors)),
+        caused_by=tuple(_str_list(entry.get("caused_by", []), "caused_by", errors)),
+        causal_window_s=float(window), remediation=remediation,
+        references=tuple(_str_list(entry.get("references", []), "references", errors)),
+        matches=tuple(matches), no_match=tuple(no_match), description=str(entry.get("description", "")),
+    )
+
+
+def _key_line(entry: dict[str, Any], key: str, default: int) -> int:
+    # PyYAML keeps only the mapping's line; the match key is usually a few lines below it.
+    return default + list(k for k in entry if k != LINE_KEY).index(key) if key in entry else default
+
+
+def _enum(kind: Any, value: Any, name: str, errors: list[str]) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        errors.append(f"{name} {value!r} is not one of {', '.join(m.value for m in kind)}")
+        return None
+
+
+def _str_list(value: Any, name: str, errors: list[str]) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        errors.append(f"`{name}` must be a list of strings")
+        return []
+    return value
+
+
+def _regex_problem(pattern: str) -> list[str]:
+    """Patterns run in polars' Rust regex engine (linear time: no catastrophic backtracking);
+    what it cannot compile (look-around, back-references) is rejected here."""
+    try:
+        pl.Series([""]).str.contains(pattern)
+    except Exception as exc:  # polars raises ComputeError with the engine's message
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return [f"regex {pattern!r} is not valid for the matching engine: {first}"]
+    return []
+
+
+def _check_condition(condition: Node, role: Role | None) -> list[str]:
+    errors: list[str] = []
+    for node in walk(condition):
+        if isinstance(node, TextTest) and node.op in ("matches", "imatches"):
+            errors += _regex_problem(node.value)
+        if isinstance(node, Milestone) and node.phase not in PHASES:
+            errors.append(f"milestone {node.phase!r} is not a phase")
+        if role == Role.MILESTONE and isinstance(node, Milestone | WithinHit):
+            errors.append("a milestone cannot depend on milestones or hits")
+    return errors
+
+
+def _remediation(value: Any, errors: list[str]) -> Remediation | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or "action" not in value or "text" not in value:
+        errors.append("`remediation` needs `action` and `text`")
+        return None
+    action = _enum(Action, value["action"], "remediation.action", errors)
+    extra = set(value) - {"action", "text", "parameter", LINE_KEY}
+    if extra:
+        errors.append(f"unknown remediation field(s): {', '.join(sorted(extra))}")
+    if action is None:
+        return None
+    return Remediation(action, str(value["text"]).strip(), value.get("parameter"))
+
+
+def _examples(value: Any, name: str, errors: list[str]) -> list[Example]:
+    if not isinstance(value, list):
+        errors.append(f"`{name}` must be a list")
+        return []
+    out: list[Example] = []
+    for item in value:
+        if isinstance(item, str):
+            out.append(Example(item))
+        elif isinstance(item, dict) and isinstance(item.get("line"), str):
+            out.append(Example(item["line"], {k: v for k, v in item.items() if k not in ("line", LINE_KEY)}))
+        else:
+            errors.append(f"`{name}` entries are lines, or mappings with `line` and event fields")
+    return out
+
+
+def _check_references(library: Library) -> None:
+    for sig in library.signatures.values():
+        for node in walk(sig.condition):
+            if isinstance(node, WithinHit) and node.signature not in library.signatures:
+                library.problems.append(_problem(f"signature {sig.id!r} refers to unknown signature "
+                                                 f"{node.signature!r}", _loc(sig.origin)))

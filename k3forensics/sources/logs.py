@@ -1,0 +1,51 @@
+"""The log pipeline: every line of a log file against every log line format."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from k3forensics.sources import generic, kernel, nccl, pytorch, traceback, vllm
+from k3forensics.sources.base import UTC_US, ParseContext, ParseResult
+from k3forensics.sources.logformat import PROCESS_PREFIX, LineFormat, apply_formats
+
+# Order matters: the first format that matches a line wins. Anchored, specific shapes
+# first; NCCL is unanchored (it hides behind other prefixes); generic dated lines last.
+LOG_FORMATS: list[LineFormat] = [
+    *vllm.FORMATS,
+    *pytorch.FORMATS,
+    *nccl.FORMATS,
+    *kernel.FORMATS,
+    *traceback.FORMATS,
+    *generic.FORMATS,
+]
+
+
+def parse_log(lines: pl.DataFrame, ctx: ParseContext, formats: list[LineFormat] | None = None) -> ParseResult:
+    """Parse a LINE_SCHEMA frame of one log file into events (same height, same order)."""
+    events = parse_log_lazy(lines.lazy(), formats or LOG_FORMATS).collect()
+    return ParseResult(events=events)
+
+
+def parse_log_lazy(lines: pl.LazyFrame, formats: list[LineFormat]) -> pl.LazyFrame:
+    text = pl.col("text").fill_null("")
+    prefix = text.str.extract_groups(PROCESS_PREFIX)
+    with_prefix = lines.with_columns(
+        prefix.struct.field("proc").str.strip_chars().alias("process"),
+        prefix.struct.field("pid").cast(pl.Int64).alias("pid"),
+        # What follows the process prefix is what the line formats see.
+        text.str.replace(PROCESS_PREFIX, "").alias("_rest"),
+    )
+    parsed = with_prefix.with_columns(apply_formats(pl.col("_rest"), formats)).with_columns(
+        (pl.col("format").is_not_null() | pl.col("process").is_not_null()).alias("parsed"),
+        pl.col("source").fill_null(generic.NAME),
+        pl.coalesce(pl.col("message"), pl.col("_rest")).alias("message"),
+        pl.col("ts_quality").fill_null("missing"),
+    )
+    # The container envelope's time is when the line was written: it beats the inner one.
+    timed = parsed.with_columns(
+        pl.when(pl.col("outer_ts").is_not_null()).then(pl.col("ts")).otherwise(None).alias("inner_ts"),
+        pl.coalesce(pl.col("outer_ts"), pl.col("ts")).cast(UTC_US).alias("ts"),
+        pl.when(pl.col("outer_ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.col("ts_quality"))
+        .alias("ts_quality"),
+    )
+    return traceback.annotate(timed.drop("_rest"))

@@ -1,0 +1,63 @@
+"""NCCL debug output: `host:pid:tid [dev] NCCL INFO|WARN …`, anywhere inside other logs."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from k3forensics.sources.logformat import LineFormat, attrs_json, iso_datetime
+
+NAME = "nccl"
+
+# Unanchored: NCCL writes straight to the fd, so its lines appear behind launcher and
+# Ray prefixes and spliced into other output.
+NCCL_PATTERN = (
+    r"^(?:\[(?P<date>\d{4}-\d\d-\d\d)[ T](?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?(?P<tz>Z|[+-]\d\d:?\d\d)?\]\s*)?"
+    r".*?(?:^|\s|\]|:)(?:(?P<host>[\w.-]+):(?P<npid>\d+):(?P<tid>\d+) )?\[(?P<dev>\d+)\] "
+    r"(?:(?P<srcf>[\w./-]+:\d+) )?NCCL (?P<nlevel>INFO|WARN|ERROR|TRACE|ABORT)\b ?(?P<msg>.*)$"
+)
+BANNER_PATTERN = r"^(?P<banner>NCCL version (?P<ver>\d+\.\d+\.\d+)\S*)"
+
+_LEVELS = {"WARN": "WARNING", "INFO": "INFO", "ERROR": "ERROR", "TRACE": "DEBUG", "ABORT": "CRITICAL"}
+
+
+def _build(g: pl.Expr) -> dict[str, pl.Expr]:
+    # Some launchers put a CI timestamp in front of WARN lines.
+    ts, quality = iso_datetime(g.struct.field("date"), g.struct.field("hms"), g.struct.field("frac"), g.struct.field("tz"))
+    return {
+        "ts": ts,
+        "ts_quality": quality,
+        "level": g.struct.field("nlevel").replace_strict(_LEVELS, default=None, return_dtype=pl.Utf8),
+        "message": g.struct.field("msg"),
+        "rank": pl.concat_str([pl.lit("dev"), g.struct.field("dev")]),
+        "attrs": attrs_json(
+            host=g.struct.field("host"),
+            pid=g.struct.field("npid").cast(pl.Int64),
+            tid=g.struct.field("tid").cast(pl.Int64),
+            dev=g.struct.field("dev").cast(pl.Int64),
+            src=g.struct.field("srcf"),
+        ),
+    }
+
+
+def _build_banner(g: pl.Expr) -> dict[str, pl.Expr]:
+    return {
+        "level": pl.lit("INFO"),
+        "message": g.struct.field("banner"),
+        "attrs": attrs_json(nccl_version=g.struct.field("ver")),
+    }
+
+
+FORMATS = [
+    LineFormat("nccl", NAME, NCCL_PATTERN, _build, prefilter="NCCL "),
+    LineFormat("nccl_banner", NAME, BANNER_PATTERN, _build_banner, prefilter="NCCL version"),
+]
+
+
+_HEAD = re.compile(r"\[\d+\] (?:[\w./-]+:\d+ )?NCCL (?:INFO|WARN)|^NCCL version \d", re.MULTILINE)
+
+
+def detect(head: str) -> bool:
+    return _HEAD.search(head) is not None
+

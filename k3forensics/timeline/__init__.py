@@ -1,0 +1,1 @@
+"""The timeline: every line of a bundle as an event in one DuckDB file."""

@@ -1,0 +1,70 @@
+"""Start-up phases: every event carries the phase of its node at that moment.
+
+Milestone signatures (role `milestone`, with a `phase`) mark where a phase begins. Within a
+file the phase is the last milestone seen; lines before the first one are `container_init`.
+Files with no milestone of their own (dmesg, NCCL, metrics) take the phase of their node's
+milestone timeline at their time (or the whole bundle's, when the node has none).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from k3forensics.library.loader import Library
+from k3forensics.library.match import match_events
+from k3forensics.library.model import PHASES, Role
+
+FIRST_PHASE = PHASES[0]
+
+
+def milestone_column(events: pl.DataFrame, library: Library) -> pl.DataFrame:
+    """Add `milestone` (the phase a line starts, or null) and `step` (a finer engine_init step)."""
+    milestones = {s.id: s for s in library.of_role(Role.MILESTONE)}
+    hits = match_events(events, library, roles=(Role.MILESTONE,))
+    if hits.height:
+        rank = {p: i for i, p in enumerate(PHASES)}
+        table = hits.with_columns(
+            pl.col("signature").replace_strict({k: v.phase for k, v in milestones.items()}, default=None)
+            .alias("milestone"),
+            pl.col("signature").replace_strict({k: v.step for k, v in milestones.items()}, default=None,
+                                               return_dtype=pl.Utf8).alias("step"),
+        ).with_columns(pl.col("milestone").replace_strict(rank, default=-1).alias("_rank"))
+        # One line may match several milestones: keep the latest phase.
+        table = table.sort("seq", "_rank").group_by("seq").agg(pl.col("milestone").last(), pl.col("step").last())
+        return events.join(table, on="seq", how="left")
+    return events.with_columns(pl.lit(None, pl.Utf8).alias("milestone"), pl.lit(None, pl.Utf8).alias("step"))
+
+
+def assign_phases(events: pl.DataFrame) -> pl.DataFrame:
+    """Add `phase` from the `milestone` column (see module doc)."""
+    in_file = pl.col("milestone").forward_fill().over("file", order_by="line_no")
+    has_own = pl.col("milestone").is_not_null().any().over("file")
+    out = events.with_columns(
+        pl.when(has_own).then(in_file.fill_null(FIRST_PHASE)).otherwise(None).alias("phase")
+    )
+    timeline = (
+        out.filter(pl.col("milestone").is_not_null() & pl.col("ts_order").is_not_null())
+        .select("node", "ts_order", pl.col("milestone").alias("_node_phase"))
+        .sort("ts_order")
+    )
+    if timeline.height == 0:
+        return out.with_columns(pl.col("phase").fill_null(FIRST_PHASE))
+    orphans = out.filter(pl.col("phase").is_null())
+    if orphans.height == 0:
+        return out
+    by_node = _asof(orphans, timeline, by="node")
+    anywhere = _asof(orphans, timeline.drop("node"), by=None)
+    filled = orphans.select("seq").with_columns(
+        pl.coalesce(by_node["_node_phase"], anywhere["_node_phase"], pl.lit(FIRST_PHASE)).alias("_phase")
+    )
+    return out.join(filled, on="seq", how="left").with_columns(
+        pl.coalesce("phase", "_phase").alias("phase")
+    ).drop("_phase")
+
+
+def _asof(orphans: pl.DataFrame, timeline: pl.DataFrame, by: str | None) -> pl.DataFrame:
+    """The phase in force at each orphan's time, keeping the orphans' order."""
+    left = orphans.select("seq", "node", "ts_order").with_row_index("_i")
+    timed = left.filter(pl.col("ts_order").is_not_null()).sort("ts_order")
+    joined = timed.join_asof(timeline, on="ts_order", by=by, strategy="backward")
+    return left.join(joined.select("_i", "_node_phase"), on="_i", how="left").sort("_i")

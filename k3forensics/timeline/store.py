@@ -1,0 +1,73 @@
+"""Write and open timeline databases (DuckDB files)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from k3forensics.errors import DatabaseError, Location
+from k3forensics.timeline.schema import DDL, EVENT_COLUMNS, SCHEMA_VERSION
+
+SAMPLE_COLUMNS = ["node", "file", "line_no", "metric", "labels", "ts", "value"]
+FACT_COLUMNS = ["node", "file", "line_no", "key", "value"]
+
+
+def write_timeline(db: Path, *, events: pl.DataFrame, samples: pl.DataFrame, facts: pl.DataFrame,
+                   files: pl.DataFrame, nodes: pl.DataFrame, warnings: pl.DataFrame,
+                   meta: dict[str, str]) -> None:
+    """Write a fresh database next to `db`, then move it into place (no half-written file)."""
+    tmp = db.with_name(db.name + ".tmp")
+    for stale in (tmp, Path(str(tmp) + ".wal")):
+        stale.unlink(missing_ok=True)
+    con = duckdb.connect(str(tmp))
+    try:
+        for statement in DDL:
+            con.execute(statement)
+        con.executemany("INSERT INTO meta VALUES (?, ?)",
+                        [("schema_version", str(SCHEMA_VERSION)), *sorted(meta.items())])
+        _insert(con, "events", events.select(EVENT_COLUMNS))
+        _insert(con, "samples", samples.select(SAMPLE_COLUMNS))
+        _insert(con, "facts", facts.select(FACT_COLUMNS))
+        _insert(con, "files", files)
+        _insert(con, "nodes", nodes)
+        _insert(con, "warnings", warnings)
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+    os.replace(tmp, db)
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    if frame.height == 0:
+        return
+    arrow = frame.to_arrow()  # noqa: F841 - read by name from the SQL below
+    columns = ", ".join(f'"{c}"' for c in frame.columns)
+    con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM arrow")
+
+
+def open_timeline(db: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+    """Open a database written by `ingest`; a wrong file or version is a clear error."""
+    if not db.is_file():
+        raise DatabaseError("no such timeline database", Location(str(db)), "run `k3forensics ingest BUNDLE --db FILE`")
+    try:
+        con = duckdb.connect(str(db), read_only=read_only)
+    except duckdb.Error as exc:
+        raise DatabaseError(f"not a DuckDB database ({str(exc).splitlines()[0]})", Location(str(db))) from None
+    try:
+        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except duckdb.Error:
+        con.close()
+        raise DatabaseError("not a k3forensics timeline (no meta table)", Location(str(db))) from None
+    if row is None or int(row[0]) != SCHEMA_VERSION:
+        con.close()
+        found = row[0] if row else "none"
+        raise DatabaseError(f"timeline schema version {found}, this k3forensics reads {SCHEMA_VERSION}",
+                            Location(str(db)), "ingest the bundle again with this version")
+    return con
+
+
+def read_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> pl.DataFrame:
+    return con.execute(sql, params or []).pl()
