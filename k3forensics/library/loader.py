@@ -23,7 +23,7 @@ ID_PATTERN = re.compile(r"^[a-z0-9_]+(?:\.[a-z0-9_-]+)+$")
 CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 KNOWN_KEYS = {
     "id", "title", "category", "role", "severity", "status", "sources", "match", "captures", "phase", "step",
-    "causes", "caused_by", "causal_window_s", "remediation", "references", "examples", "description",
+    "causes", "caused_by", "causal_window_s", "priority", "remediation", "references", "examples", "description",
 }
 # Folders of a library that hold other data (baselines), not signatures.
 SKIP_DIRS = {"baselines"}
@@ -161,6 +161,10 @@ def build_signature(entry: Any, display: str, library: str) -> Signature:
     if not isinstance(window, int | float) or window < 0:
         errors.append("causal_window_s must be a non-negative number")
         window = 600.0
+    priority = entry.get("priority", 0)
+    if not isinstance(priority, int):
+        errors.append("priority must be an integer")
+        priority = 0
     if errors:
         raise _problem(f"signature {sig_id!r}: " + "; ".join(errors), where)
     return Signature(
@@ -170,7 +174,7 @@ def build_signature(entry: Any, display: str, library: str) -> Signature:
         captures=tuple(captures), phase=phase, step=step,
         causes=tuple(_str_list(entry.get("causes", []), "causes", errors)),
         caused_by=tuple(_str_list(entry.get("caused_by", []), "caused_by", errors)),
-        causal_window_s=float(window), remediation=remediation,
+        causal_window_s=float(window), priority=priority, remediation=remediation,
         references=tuple(_str_list(entry.get("references", []), "references", errors)),
         matches=tuple(matches), no_match=tuple(no_match), description=str(entry.get("description", "")),
     )

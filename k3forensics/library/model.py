@@ -81,6 +81,7 @@ class Signature:
     causes: tuple[str, ...] = ()
     caused_by: tuple[str, ...] = ()
     causal_window_s: float = 600.0     # how far after a primary a secondary still counts as its echo
+    priority: int = 0                  # several hits at one moment: the higher priority names the failure
     remediation: Remediation | None = None
     references: tuple[str, ...] = ()
     matches: tuple[Example, ...] = ()

@@ -36,12 +36,22 @@ def milestone_column(events: pl.DataFrame, library: Library) -> pl.DataFrame:
 
 
 def assign_phases(events: pl.DataFrame) -> pl.DataFrame:
-    """Add `phase` from the `milestone` column (see module doc)."""
-    in_file = pl.col("milestone").forward_fill().over("file", order_by="line_no")
+    """Add `phase` from the `milestone` column (see module doc).
+
+    Processes of one server interleave in a file and repeat early milestones (every worker
+    prints its platform detection), so within one run of a server the phase only moves
+    forward; a new `container_init` milestone (a restart) starts a new run.
+    """
+    rank = {p: i for i, p in enumerate(PHASES)}
+    milestone_rank = pl.col("milestone").replace_strict(rank, default=None, return_dtype=pl.Int32)
+    run = (pl.col("milestone") == FIRST_PHASE).fill_null(False).cum_sum().over("file", order_by="line_no")
+    events = events.with_columns(run.alias("_run"), milestone_rank.alias("_mrank"))
+    reached = pl.col("_mrank").forward_fill().cum_max().over(["file", "_run"], order_by="line_no")
+    in_file = reached.replace_strict(dict(enumerate(PHASES)), default=None, return_dtype=pl.Utf8)
     has_own = pl.col("milestone").is_not_null().any().over("file")
     out = events.with_columns(
         pl.when(has_own).then(in_file.fill_null(FIRST_PHASE)).otherwise(None).alias("phase")
-    )
+    ).drop("_run", "_mrank")
     timeline = (
         out.filter(pl.col("milestone").is_not_null() & pl.col("ts_order").is_not_null())
         .select("node", "ts_order", pl.col("milestone").alias("_node_phase"))
