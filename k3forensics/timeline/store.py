@@ -71,3 +71,12 @@ def open_timeline(db: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection
 
 def read_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> pl.DataFrame:
     return con.execute(sql, params or []).pl()
+
+
+def is_timeline_db(path: Path) -> bool:
+    """A DuckDB file (its header carries the magic `DUCK` at byte 8)."""
+    if not path.is_file():
+        return False
+    with path.open("rb") as handle:
+        head = handle.read(12)
+    return head[8:12] == b"DUCK"

@@ -1,0 +1,14 @@
+"""The command line: thin click commands over the library; every K3Error becomes exit code 2."""
+
+from __future__ import annotations
+
+import sys
+
+from k3forensics.cli.main import cli
+
+
+def main() -> None:
+    sys.exit(cli.main(standalone_mode=True))
+
+
+__all__ = ["cli", "main"]

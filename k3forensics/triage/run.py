@@ -1,0 +1,79 @@
+"""Triage a bundle or a timeline database: the result object behind `k3forensics triage`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from k3forensics.timeline.store import is_timeline_db
+from k3forensics.library.loader import Library, load_library
+from k3forensics.timeline.ingest import Timeline, build_timeline
+from k3forensics.timeline.store import open_timeline, read_frame
+from k3forensics.triage import first_failure, oom
+from k3forensics.triage.environment import fingerprint
+from k3forensics.triage.hits import all_hits
+from k3forensics.triage.next_step import NextStep, decide
+from k3forensics.triage.verdict import acceptance
+
+
+@dataclass
+class TriageResult:
+    bundle: str
+    timeline: Timeline
+    hits: pl.DataFrame
+    first: dict[str, Any] | None
+    cascade: list[dict[str, Any]]
+    later: list[dict[str, Any]]
+    oom: oom.OomVerdict
+    next_step: NextStep
+    environment: dict[str, Any]
+    verdict: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return self.first is not None
+
+
+def load_timeline(db: Path) -> Timeline:
+    con = open_timeline(db)
+    try:
+        events = read_frame(con, "SELECT * FROM events ORDER BY seq")
+        tables = {t: read_frame(con, f"SELECT * FROM {t}") for t in ("samples", "facts", "files", "nodes")}
+        warnings = [r[0] for r in con.execute("SELECT message FROM warnings").fetchall()]
+        year_row = con.execute("SELECT value FROM meta WHERE key = 'reference_year'").fetchone()
+    finally:
+        con.close()
+    events = events.with_columns(pl.col("ts").dt.convert_time_zone("UTC"), pl.col("ts_order").dt.convert_time_zone("UTC"))
+    return Timeline(events, tables["samples"], tables["facts"], tables["files"], tables["nodes"], warnings,
+                    int(year_row[0]) if year_row else 0)
+
+
+def triage(path: Path, library: Library | None = None, tie_s: float = 2.0, db: Path | None = None) -> TriageResult:
+    library = library or load_library()
+    library.raise_problems()
+    if is_timeline_db(path):
+        timeline = load_timeline(path)
+        if "step" not in timeline.events.columns:
+            timeline.events = timeline.events.with_columns(pl.lit(None, pl.Utf8).alias("step"))
+    else:
+        timeline = build_timeline(path, library)
+    return triage_timeline(str(path), timeline, library, tie_s)
+
+
+def triage_timeline(name: str, timeline: Timeline, library: Library, tie_s: float = 2.0) -> TriageResult:
+    events = timeline.events
+    hits = all_hits(events, library)
+    choice = first_failure.choose(hits, tie_s=tie_s)
+    verdict_oom = oom.classify(choice.first, choice.cascade, events, hits)
+    first = dict(choice.first) if choice.first else None
+    if first is not None and verdict_oom.category:
+        first["category"] = verdict_oom.category
+    env = fingerprint(timeline.facts)
+    verdict = acceptance(first, verdict_oom, env, timeline, hits)
+    step = decide(first, verdict_oom, library, verdict.get("environment_problems", []))
+    return TriageResult(name, timeline, hits, first, choice.cascade, choice.later, verdict_oom, step, env, verdict,
+                        notes=list(library.notes))
