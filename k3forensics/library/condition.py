@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import ast
+import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Union
@@ -88,10 +88,11 @@ _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 @v_args(inline=True)
 class _ToAst(Transformer):
     def string(self, token: Token) -> str:
+        # Only the quote and the backslash itself are escapes; any other backslash stays,
+        # so regexes read naturally: matches "Xid \(PCI:[0-9a-f:]+\): \d+".
         text = str(token)
-        if text.startswith("'"):
-            return text[1:-1].replace("\\'", "'").replace("\\\\", "\\")
-        return ast.literal_eval(text)
+        quote = text[0]
+        return re.sub(r"\\([\\" + quote + "])", r"\1", text[1:-1])
 
     def value(self, item: str | Token) -> str | float:
         if isinstance(item, Token):

@@ -48,7 +48,7 @@ def yearless(mmdd: pl.Expr, hms: pl.Expr, frac: pl.Expr | None = None) -> pl.Exp
 
     The timeline replaces the year once the bundle's year is known (see timeline/times.py).
     """
-    digits = mmdd.str.replace_all("-", "")
+    digits = mmdd.str.replace_all("-", "").str.pad_start(4, "0")
     text = pl.concat_str([pl.lit("2000"), digits, pl.lit(" "), hms])
     out = text.str.to_datetime("%Y%m%d %H:%M:%S", strict=False, time_unit="us")
     if frac is not None:

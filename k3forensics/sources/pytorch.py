@@ -15,7 +15,7 @@ from k3forensics.sources.logformat import LineFormat, attrs_json, normalise_leve
 NAME = "pytorch"
 
 GLOG_PATTERN = (
-    r"^(?:\[\d+\]\s*)?\[?(?:rank(?P<rank>\d+)\]:)?\[?(?P<glevel>[IWEF])(?:(?P<mmdd>\d{4}) (?P<hms>\d\d:\d\d:\d\d)"
+    r"^(?:\[\d+\]\s*)?\[?(?:rank(?P<rank>\d+)\]:)?\[?(?P<glevel>[IWEF])(?:(?P<mmdd>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d)"
     r"(?:\.(?P<frac>\d+))?)?\s+(?:(?P<tid>\d+)\s+)?(?P<src>[\w./-]+\.(?:cpp|cc|h|hpp|py|go):\d+)\]\s?(?P<msg>.*)$"
 )
 

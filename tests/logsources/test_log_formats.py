@@ -1,0 +1,140 @@
+"""Golden tests for the log line formats: input line → expected event fields."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import polars as pl
+import pytest
+
+from k3forensics.sources import generic, kernel, nccl, pytorch, traceback, vllm
+from k3forensics.sources.base import ParseContext, lines_frame
+from k3forensics.sources.logs import parse_log
+
+UTC = timezone.utc
+
+
+def parse(lines: list[str]) -> list[dict]:
+    return parse_log(lines_frame(lines), ParseContext("t.log")).events.to_dicts()
+
+
+CASES = [
+    # (line, expected subset)
+    ("(EngineCore_DP0 pid=260) INFO 10-08 12:00:15 [core.py:77] Initializing a V1 LLM engine (v0.11.0) with config",
+     {"source": "vllm", "process": "EngineCore_DP0", "pid": 260, "level": "INFO", "ts_quality": "yearless",
+      "ts": datetime(2000, 10, 8, 12, 0, 15, tzinfo=UTC),
+      "message": "Initializing a V1 LLM engine (v0.11.0) with config", "attrs": {"src": "core.py:77"}}),
+    ("ERROR 06-06 14:09:57 worker_base.py:148] Error executing method",
+     {"source": "vllm", "process": None, "level": "ERROR", "message": "Error executing method"}),
+    ("\x1b[1;36m(VllmWorker rank=1 pid=2445156)\x1b[0;0m ERROR 05-10 16:00:15 [multiproc_executor.py:470] boom",
+     {"source": "vllm", "process": "VllmWorker rank=1", "pid": 2445156, "level": "ERROR", "message": "boom"}),
+    ("(APIServer pid=1) (EngineCore_DP0 pid=68) ERROR 01-05 12:12:01 [core.py:842] EngineCore failed to start.",
+     {"process": "EngineCore_DP0", "pid": 68, "message": "EngineCore failed to start."}),
+    ("(RayWorkerWrapper pid=206994, ip=192.168.10.25) ERROR 03-27 10:29:13 [worker_base.py:620] x",
+     {"process": "RayWorkerWrapper", "pid": 206994, "level": "ERROR"}),
+    ("(Worker_TP0 pid=412) INFO 10-08 12:01:31 [v1/worker/gpu_worker.py:298] Available KV cache memory: 33.47 GiB",
+     {"process": "Worker_TP0", "attrs": {"src": "v1/worker/gpu_worker.py:298"}}),
+    ('INFO:     10.42.0.17:40218 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
+     {"source": "vllm", "format": "uvicorn", "level": "INFO",
+      "attrs": {"logger": "uvicorn", "client": "10.42.0.17:40218", "method": "POST", "path": "/v1/chat/completions",
+                "status": 500}}),
+    ("02fdc141b80d:213:213 [1] NCCL INFO cudaDriverVersion 12080",
+     {"source": "nccl", "level": "INFO", "rank": "dev1", "message": "cudaDriverVersion 12080",
+      "attrs": {"host": "02fdc141b80d", "pid": 213, "tid": 213, "dev": 1}}),
+    ("H100-2:19989:20082 [1] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer x with error 4",
+     {"source": "nccl", "level": "WARNING", "attrs": {"host": "H100-2", "pid": 19989, "tid": 20082, "dev": 1,
+                                                       "src": "transport/net_ib.cc:1295"}}),
+    ("(RayWorkerWrapper pid=581, ip=10.225.128.18) k8s17:581:581 [0] NCCL INFO P2P Chunksize set to 131072",
+     {"source": "nccl", "process": "RayWorkerWrapper", "message": "P2P Chunksize set to 131072"}),
+    ("[2026-04-22 21:34:20] mt-l-w:202016:202235 [0] misc/shmutils.cc:88 NCCL WARN Error: failed to extend /dev/shm/nccl-WU88OE",
+     {"source": "nccl", "level": "WARNING", "ts_quality": "zoneless",
+      "ts": datetime(2026, 4, 22, 21, 34, 20, tzinfo=UTC)}),
+    ("[3] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
+     {"source": "nccl", "rank": "dev3", "level": "WARNING"}),
+    ("NCCL version 2.21.5+cuda12.4", {"source": "nccl", "attrs": {"nccl_version": "2.21.5"}}),
+    ("[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout",
+     {"source": "pytorch", "rank": "rank0", "level": "ERROR", "ts": datetime(2000, 3, 21, 2, 7, 8, 408271, tzinfo=UTC),
+      "message": "[Rank 0] Watchdog caught collective operation timeout"}),
+    ("[E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation timeout",
+     {"source": "pytorch", "level": "ERROR", "ts": None, "ts_quality": "missing"}),
+    ("[74889.644138] NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus.",
+     {"source": "kernel", "format": "dmesg", "attrs": {"monotonic_s": 74889.644138, "xid": 79}}),
+    ("[Fri Jan 29 23:42:34 2021] NVRM: Xid (PCI:0000:db:00): 31, pid=13641, Ch 00000008",
+     {"source": "kernel", "ts": datetime(2021, 1, 29, 23, 42, 34, tzinfo=UTC), "ts_quality": "zoneless",
+      "attrs": {"xid": 31}}),
+    ("May 08 09:32:47 t3090 kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3",
+     {"source": "kernel", "format": "journal", "ts_quality": "yearless", "attrs": {"host": "t3090", "unit": "kernel",
+                                                                                   "xid": 45}}),
+    ("2026-05-08T09:32:47+0200 gpu-3 kernel: NVRM: Xid (PCI:0000:dc:00): 79, GPU has fallen off the bus.",
+     {"source": "kernel", "ts": datetime(2026, 5, 8, 7, 32, 47, tzinfo=UTC), "ts_quality": "exact"}),
+    ("192.168.11.119: kern: warning: [2026-04-22T21:26:20.599716692Z]: NVRM: Xid (PCI:0000:48:00): 74, pid=22884",
+     {"source": "kernel", "level": "WARNING", "ts": datetime(2026, 4, 22, 21, 26, 20, 599716, tzinfo=UTC),
+      "attrs": {"host": "192.168.11.119", "xid": 74}}),
+    ("2024-10-14 01:39:49,286 xinference.core.model 3187124 ERROR    boom",
+     {"source": "generic", "level": "ERROR", "ts": datetime(2024, 10, 14, 1, 39, 49, 286000, tzinfo=UTC)}),
+    ("[2024-10-22 06:31:49 TP0] Scheduler hit an exception",
+     {"source": "generic", "rank": "TP0", "message": "Scheduler hit an exception"}),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.15 GiB.",
+     {"source": "traceback", "exception": "torch.OutOfMemoryError", "level": "ERROR"}),
+    ("just some words", {"source": "generic", "parsed": False, "message": "just some words"}),
+]
+
+
+@pytest.mark.parametrize(("line", "expected"), CASES, ids=[c[0][:50] for c in CASES])
+def test_line_format(line: str, expected: dict) -> None:
+    row = parse([line])[0]
+    for key, value in expected.items():
+        got = row[key]
+        if key == "attrs":
+            got = json.loads(got) if got else None
+        assert got == value, f"{key}: {got!r} != {value!r}"
+
+
+def test_height_and_order_are_kept() -> None:
+    lines = [c[0] for c in CASES] * 3
+    events = parse_log(lines_frame(lines), ParseContext("t.log")).events
+    assert events.height == len(lines)
+    assert events.get_column("line_no").to_list() == list(range(1, len(lines) + 1))
+
+
+def test_traceback_grouping_per_process() -> None:
+    lines = [
+        "(Worker_TP0 pid=1) ERROR 08-14 10:11:12 [core.py:1] Traceback (most recent call last):",
+        "(Worker_TP1 pid=2) ERROR 08-14 10:11:12 [core.py:1] Traceback (most recent call last):",
+        '(Worker_TP0 pid=1) ERROR 08-14 10:11:12 [core.py:1]   File "/x/gpu_model_runner.py", line 3, in capture_model',
+        "(Worker_TP0 pid=1) ERROR 08-14 10:11:12 [core.py:1]     self.capture()",
+        '(Worker_TP1 pid=2) ERROR 08-14 10:11:12 [core.py:1]   File "/x/y.py", line 9, in load_model',
+        "(Worker_TP0 pid=1) ERROR 08-14 10:11:12 [core.py:1] torch.OutOfMemoryError: CUDA out of memory.",
+        "(Worker_TP1 pid=2) ERROR 08-14 10:11:12 [core.py:1] RuntimeError: NCCL error: unhandled cuda error",
+        "(Worker_TP0 pid=1) INFO 08-14 10:11:13 [core.py:1] later",
+    ]
+    events = parse_log(lines_frame(lines), ParseContext("t.log")).events
+    groups = events.get_column("tb_group").to_list()
+    assert groups[0] == groups[2] == groups[3] == groups[5] is not None
+    assert groups[1] == groups[4] == groups[6] is not None and groups[1] != groups[0]
+    assert groups[7] is None
+    finals = events.filter(pl.col("tb_final")).get_column("line_no").to_list()
+    assert finals == [6, 7]
+    assert events.get_column("exception").to_list()[5] == "torch.OutOfMemoryError"
+
+
+@pytest.mark.parametrize(("module", "positive", "negative"), [
+    (vllm, "(APIServer pid=1) INFO 10-08 12:00:01 [api_server.py:1839] vLLM API server version 0.11.0",
+     "node1:412:412 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.5<0>"),
+    (nccl, "node1:412:412 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.5<0>",
+     "(APIServer pid=1) INFO 10-08 12:00:01 [api_server.py:1839] vLLM API server version 0.11.0"),
+    (pytorch, "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught",
+     "[74889.644138] NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus."),
+    (kernel, "[74889.644138] NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus.",
+     "INFO 10-17 09:12:01 llm_engine.py:237] Initializing an LLM engine (v0.6.3)"),
+    (traceback, "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>",
+     "INFO 10-17 09:12:01 llm_engine.py:237] Initializing an LLM engine (v0.6.3)"),
+])
+def test_detection(module, positive: str, negative: str) -> None:
+    assert module.detect(positive)
+    assert not module.detect(negative)
+
+
+def test_generic_detects_anything() -> None:
+    assert generic.detect("whatever")
