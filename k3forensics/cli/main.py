@@ -14,6 +14,7 @@ from k3forensics.cli.common import (
     EXIT_FAILURE_FOUND, EXIT_OK, console, library_from, reports_errors, safe, signature_options,
 )
 from k3forensics.cli.render_triage import render_triage
+from k3forensics.cli.report import report
 from k3forensics.cli.signatures import signatures
 from k3forensics.cli.tables import print_frame
 from k3forensics.timeline.ingest import IngestSummary, ingest
@@ -91,10 +92,11 @@ def query_cmd(db: Path, sql: str, fmt: str) -> None:
     import duckdb
 
     from k3forensics.errors import DatabaseError
+    from k3forensics.timeline.store import read_frame
 
     con = open_timeline(db)
     try:
-        frame = con.execute(sql).pl()
+        frame = read_frame(con, sql)
     except duckdb.Error as exc:
         raise DatabaseError(f"query failed: {str(exc).splitlines()[0]}") from None
     finally:
@@ -143,3 +145,12 @@ def triage_cmd(path: Path, fmt: str, skew: float, signature_dirs: tuple[Path, ..
 
 
 cli.add_command(signatures)
+cli.add_command(report)
+
+# Metrics pull and run comparison (issue 5).
+from k3forensics.cli.compare import diff_cmd, repro_cmd  # noqa: E402
+from k3forensics.cli.pull import pull_cmd  # noqa: E402
+
+cli.add_command(pull_cmd)
+cli.add_command(diff_cmd)
+cli.add_command(repro_cmd)

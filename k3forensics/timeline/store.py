@@ -70,7 +70,10 @@ def open_timeline(db: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection
 
 
 def read_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> pl.DataFrame:
-    return con.execute(sql, params or []).pl()
+    relation = con.sql(sql, params=params) if params else con.sql(sql)
+    if relation is None:  # a statement without a result (e.g. SET)
+        return pl.DataFrame()
+    return relation.pl()
 
 
 def is_timeline_db(path: Path) -> bool:

@@ -48,10 +48,12 @@ def choose(hits: pl.DataFrame, tie_s: float = 2.0, limit: int = 25) -> Choice:
         return Choice(None, [], [])
     first_moment = ordered.get_column("moment").min()
     moment = ordered.filter(pl.col("moment") == first_moment).with_columns(
-        (pl.col("role") == "primary").alias("_primary")
+        (pl.col("role") == "primary").alias("_primary"), (pl.col("priority") >= 0).alias("_not_echo")
     )
-    best = moment.sort(["_primary", "priority", "ts_order", "seq"], descending=[True, True, False, False],
-                       nulls_last=True).row(0, named=True)
+    # Primary over secondary, cause over echo, then the earliest line; priority only
+    # decides between signatures that hit the very same line.
+    best = moment.sort(["_primary", "_not_echo", "ts_order", "seq", "priority"],
+                       descending=[True, True, False, False, True], nulls_last=True).row(0, named=True)
     rest = ordered.filter(pl.col("seq") != best["seq"]).filter(
         ~((pl.col("seq") == best["seq"]) & (pl.col("signature") == best["signature"]))
     )

@@ -61,9 +61,33 @@ def classify(first: dict[str, object] | None, cascade: list[dict[str, object]], 
                 f"{oom['file']}:{oom['line_no']}: OOM after the first failure ({category} at {where})"], category)
         return OomVerdict("none", None, [f"first failure is {category}, no GPU OOM follows it"], category)
     phase = first.get("phase")
-    if phase in READY_PHASES:
+    if phase in READY_PHASES or _ready_elsewhere(first, events):
         return _runtime(first, events, hits, where)
+    if not _has_startup_lines(first, events) and category == GENERIC_OOM:
+        verdict = _runtime(first, events, hits, where)
+        verdict.evidence[0] = (f"{where}: OOM with no start-up lines in the bundle at all; an excerpt that "
+                               "starts at the crash is taken as runtime")
+        return verdict
     return _load_time(first, category, events, where)
+
+
+def _ready_elsewhere(first: dict[str, object], events: pl.DataFrame) -> bool:
+    """Another node (a headless PP/DP peer's server) was already ready before the OOM."""
+    if first.get("ts_order") is None:
+        return False
+    ready = events.filter(pl.col("milestone").is_in(READY_PHASES) & pl.col("ts_order").is_not_null()
+                          & (pl.col("node") != first["node"]) & (pl.col("ts_order") < first["ts_order"]))
+    return ready.height > 0
+
+
+def _has_startup_lines(first: dict[str, object], events: pl.DataFrame) -> bool:
+    """Start-up milestones on the OOM's node at or before it (runtime ones do not count)."""
+    same_file_before = (pl.col("file") == first["file"]) & (pl.col("line_no") <= first["line_no"])
+    other_file_before = (pl.col("file") != first["file"]) & (pl.col("ts_order") <= first.get("ts_order"))
+    startup = pl.col("milestone").is_not_null() & ~pl.col("milestone").is_in(READY_PHASES + ("serving",))
+    found = events.filter((pl.col("node") == first["node"]) & startup
+                          & (same_file_before | other_file_before.fill_null(False)))
+    return found.height > 0
 
 
 def _load_time(first: dict[str, object], category: str, events: pl.DataFrame, where: str) -> OomVerdict:
