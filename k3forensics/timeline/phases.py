@@ -59,6 +59,7 @@ def assign_phases(events: pl.DataFrame) -> pl.DataFrame:
     )
     if timeline.height == 0:
         return out.with_columns(pl.col("phase").fill_null(FIRST_PHASE))
+    out = _follow_head_node(out, timeline)
     orphans = out.filter(pl.col("phase").is_null())
     if orphans.height == 0:
         return out
@@ -76,5 +77,26 @@ def _asof(orphans: pl.DataFrame, timeline: pl.DataFrame, by: str | None) -> pl.D
     """The phase in force at each orphan's time, keeping the orphans' order."""
     left = orphans.select("seq", "node", "ts_order").with_row_index("_i")
     timed = left.filter(pl.col("ts_order").is_not_null()).sort("ts_order")
-    joined = timed.join_asof(timeline, on="ts_order", by=by, strategy="backward")
+    joined = timed.join_asof(timeline, on="ts_order", by=by, strategy="backward", check_sortedness=False)
     return left.join(joined.select("_i", "_node_phase"), on="_i", how="left").sort("_i")
+
+
+READY_RANK = PHASES.index("api_ready")
+ENGINE_RANK = PHASES.index("engine_init")
+
+
+def _follow_head_node(events: pl.DataFrame, timeline: pl.DataFrame) -> pl.DataFrame:
+    """A headless engine node (a pipeline or data-parallel peer) never prints api_ready:
+    once its own start-up is done (engine_init), it serves when the head node does."""
+    ready = timeline.filter(pl.col("_node_phase").is_in(PHASES[READY_RANK:]))
+    if ready.height == 0:
+        return events
+    rank = {p: i for i, p in enumerate(PHASES)}
+    waiting = pl.col("phase").replace_strict(rank, default=-1, return_dtype=pl.Int32) == ENGINE_RANK
+    candidates = events.filter(waiting & pl.col("ts_order").is_not_null())
+    if candidates.height == 0:
+        return events
+    head = _asof(candidates, ready.drop("node"), by=None).select("seq", pl.col("_node_phase").alias("_head"))
+    return events.join(head, on="seq", how="left").with_columns(
+        pl.coalesce("_head", "phase").alias("phase")
+    ).drop("_head")

@@ -11,6 +11,7 @@ scheduler dumps), and the metrics samples.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -144,19 +145,38 @@ def _runtime(first: dict[str, object], events: pl.DataFrame, hits: pl.DataFrame,
     return OomVerdict("runtime", subclass, evidence, category)
 
 
+MOMENT_S = 5.0  # crash dumps print just after the OOM they describe
+
+
 def _load_before(first: dict[str, object], hits: pl.DataFrame) -> dict[str, float]:
-    """The latest values of load captures on the OOM's node at or before it."""
+    """The latest values of load captures up to the OOM's moment: on its own node, else on
+    any node (a headless pipeline stage's load shows in the head node's stats)."""
     if "captures" not in hits.columns:
         return {}
-    rows = hits.filter(
-        (pl.col("node") == first["node"]) & (pl.col("seq") <= first["seq"]) & pl.col("captures").is_not_null()
-    ).sort("seq")
+    candidates = hits.filter(pl.col("captures").is_not_null() & (pl.col("role") == "context"))
+    if first.get("ts_order") is not None:
+        limit = first["ts_order"] + timedelta(seconds=MOMENT_S)  # type: ignore[operator]
+        in_time = (pl.col("seq") <= first["seq"]) | (pl.col("ts_order") <= limit).fill_null(False)
+    else:
+        in_time = pl.col("seq") <= first["seq"]
+    rows = candidates.filter(in_time).sort("ts_order", "seq", nulls_last=True)
+    own = _load_values(rows.filter(pl.col("node") == first["node"]))
+    return own or _load_values(rows)
+
+
+LOAD_KEYS = ("running", "waiting", "kv_usage_pct", "preemptions", "prompt_tokens", "computed_tokens")
+
+
+def _load_values(rows: pl.DataFrame) -> dict[str, float]:
+    """The latest numeric value of each load capture (a handful of hits, not lines)."""
     values: dict[str, float] = {}
-    for text in rows.get_column("captures").to_list():  # a handful of hits, not lines
+    for text in rows.get_column("captures").to_list():
         for key, value in json.loads(text).items():
+            if key not in LOAD_KEYS or value is None:
+                continue
             try:
                 values[key] = float(str(value).replace(",", ""))
-            except (TypeError, ValueError):
+            except ValueError:
                 continue
     return values
 

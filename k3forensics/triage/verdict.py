@@ -37,7 +37,7 @@ def acceptance(first: dict[str, Any] | None, oom: OomVerdict, env: dict[str, Any
     evidence = Evidence(first, oom, findings, load, prefix, agent, served,
                         recorded(timeline.facts, timeline.samples, hits))
     verdict = seed003.decide(evidence)
-    args = env.get("args") if isinstance(env.get("args"), dict) else {}
+    args: dict[str, str] = dict(env["args"]) if isinstance(env.get("args"), dict) else {}
     scale = tune_or_scale.decide(first, oom, verdict.environment_problems, load, served, args)
     return {
         "acceptance": verdict.acceptance.value,
