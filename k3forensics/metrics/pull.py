@@ -26,7 +26,7 @@ DEFAULT_MATCH = '{__name__=~"vllm:.+"}'
 MAX_POINTS = 1000
 NICE_STEPS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400)
 UTC_US = pl.Datetime("us", "UTC")
-SAMPLE_SCHEMA = {"node": pl.Utf8, "file": pl.Utf8, "line_no": pl.Int64, "metric": pl.Utf8, "labels": pl.Utf8,
+SAMPLE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {"node": pl.Utf8, "file": pl.Utf8, "line_no": pl.Int64, "metric": pl.Utf8, "labels": pl.Utf8,
                  "ts": UTC_US, "value": pl.Float64}
 
 

@@ -31,6 +31,7 @@ BY_SOURCE = "vllm:prompt_tokens_by_source_total"
 REQUESTS = ("vllm:request_success_total",)
 PREFILL_TIME = "vllm:request_prefill_time_seconds"
 PREFILL_COMPUTED = "vllm:request_prefill_kv_computed_tokens"
+E2E = "vllm:e2e_request_latency_seconds"
 FLAG = "arg.enable_prefix_caching"
 ENGINE_CONFIG = ("vllm.engine-config", "vllm.cache-config")
 
@@ -184,6 +185,10 @@ def from_metrics(samples: pl.DataFrame) -> Observed | None:
                     histogram_mean(samples, PREFILL_COMPUTED, cold, None))
         if None not in computed:
             seen.extra["prefill_computed_tokens"] = {"cold": computed[0], "warm": computed[1]}
+        # end-to-end latency varies with output length too: shown as context, never decisive
+        e2e = (histogram_mean(samples, E2E, None, cold), histogram_mean(samples, E2E, cold, None))
+        if None not in e2e:
+            seen.extra["e2e_latency_s"] = {"cold": e2e[0], "warm": e2e[1]}
     return seen
 
 

@@ -47,7 +47,8 @@ class TuneOrScale:
 
 def decide(first: dict[str, Any] | None, oom: OomVerdict, env_problems: list[str], load: LoadEvidence,
            served: bool, args: dict[str, str]) -> TuneOrScale:
-    limits = {k: args[k] for k in ("max_model_len", "max_num_seqs", "gpu_memory_utilization") if k in args}
+    limits: dict[str, str] = {k: args[k] for k in ("max_model_len", "max_num_seqs", "gpu_memory_utilization")
+                              if k in args}
     if oom.oom_class == "load_time":
         return TuneOrScale(Scale.NO_HEADROOM, [f"load-time OOM ({oom.subclass}): the model does not fit this "
                                                "topology; lowering concurrency will not help"], limits)

@@ -138,3 +138,25 @@ def test_prefix_cache_reasons() -> None:
     full = LoadEvidence("metrics", 5, peak_kv_usage=0.98, high_kv_share=0.6)
     assert _judge(Observed("metrics", requests=9, hit_rate=0.6), "true", None, full, True)[0] == Reuse.INCONCLUSIVE
     assert _judge(Observed("metrics", requests=9), "false", None, quiet, True)[0] == Reuse.NOT_EFFECTIVE
+
+
+def test_prefill_time_of_the_cold_request_against_the_rest_from_metrics() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from k3forensics.verdicts.prefix_cache import from_metrics
+
+    t0 = datetime(2026, 8, 31, 8, 0, tzinfo=UTC)
+    rows = []
+    for minutes, requests, hits, queries, prefill_sum in ((1, 1, 0, 2000, 0.8), (5, 10, 14000, 20000, 2.6)):
+        at = t0 + timedelta(minutes=minutes)
+        rows += [("vllm:request_success_total", '{"finished_reason":"stop"}', at, requests),
+                 ("vllm:prefix_cache_hits_total", "{}", at, hits), ("vllm:prefix_cache_queries_total", "{}", at, queries),
+                 ("vllm:request_prefill_time_seconds_count", "{}", at, requests),
+                 ("vllm:request_prefill_time_seconds_sum", "{}", at, prefill_sum)]
+    samples = pl.DataFrame(rows, schema={"metric": pl.Utf8, "labels": pl.Utf8, "ts": pl.Datetime("us", "UTC"),
+                                         "value": pl.Float64}, orient="row").with_columns(pl.lit("n").alias("node"))
+    seen = from_metrics(samples)
+    assert seen is not None and seen.requests == 10
+    assert seen.hit_rate == pytest.approx(14000 / 18000)
+    assert seen.prefill_cold_s == pytest.approx(0.8) and seen.prefill_warm_s == pytest.approx(0.2)
+    assert seen.prefill_fell
