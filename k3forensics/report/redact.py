@@ -3,7 +3,7 @@
 Every rule is a Rust-regex replacement applied with polars `str.replace_all` over whole
 columns; single strings and nested JSON go through the same expressions (collected into one
 Series), so a string cannot escape redaction because it took another code path.
-Aliases are word-bounded (`\\bh200-07\\b`) so `10.0.0.1` never rewrites part of `10.0.0.12`.
+Aliases match whole names only, so `10.0.0.1` never rewrites part of `10.0.0.12`.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ CONTROL_PATTERN = ANSI_PATTERN + r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
 IPV4 = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}"
 # An IP is not preceded by a word character, a dot or `==` (`libcudnn.so.9.10.2.21`, `pkg==1.2.3.4`).
 IP_CANDIDATE = r"(?:^|[^\w.=]|[^=]=)(" + IPV4 + r")\b"
+NAME_EDGE_LEFT, NAME_EDGE_RIGHT = r"(^|[^A-Za-z0-9\-])", r"($|[^A-Za-z0-9\-])"
 
 
 @dataclass
@@ -62,7 +63,12 @@ class Redactor:
         # alias written by one rule (`host-2`) is never rewritten by another (a real host named `host-2`).
         originals = sorted(self.aliases, key=len, reverse=True)
         for i, original in enumerate(originals):
-            out = out.str.replace_all(r"\b" + pl.escape_regex(original) + r"\b", _placeholder(i), literal=False)
+            # A name ends where a character that cannot be part of it begins: `kimi-k3-0_inference` names
+            # the pod `kimi-k3-0`; `10.0.0.12` does not contain `10.0.0.1`. Rust regex has no lookaround,
+            # so the edges are captured, and a second pass takes names only one character apart.
+            pattern = NAME_EDGE_LEFT + pl.escape_regex(original) + NAME_EDGE_RIGHT
+            for _ in range(2):
+                out = out.str.replace_all(pattern, "${1}" + _placeholder(i) + "${2}")
         for i, original in enumerate(originals):
             out = out.str.replace_all(_placeholder(i), self.aliases[original], literal=True)
         return out

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from report_helpers import HOSTS, SECRETS, prepared
+from report_helpers import HOSTS, POD, SECRETS, prepared
 
 from k3forensics.report.redact import Redactor, build_aliases, find_ips
 from k3forensics.report.render import render_report
@@ -91,6 +91,7 @@ def test_anonymize_maps_each_host_to_one_alias_everywhere(planted_bundle: Path) 
         for host, ip in HOSTS.items():
             assert host not in text, f"{host} survived in {fmt}"
             assert ip not in text, f"{ip} survived in {fmt}"
+        assert POD not in text, f"{POD} survived in {fmt}"
     events = prepared(str(planted_bundle), anonymize=True).events
     # node-b's warning names node-a's host (h200-21, known from node-a's NCCL line): one alias for both.
     peer = events.filter(pl.col("text").str.contains("slow to answer")).row(0, named=True)
@@ -98,6 +99,7 @@ def test_anonymize_maps_each_host_to_one_alias_everywhere(planted_bundle: Path) 
     assert node_a["node"].startswith("host-") and peer["node"].startswith("host-")
     assert node_a["node"] != peer["node"]
     assert f"peer {node_a['node']} slow to answer at ip-" in peer["text"]
+    assert "(pod pod-1_inference)" in peer["text"]
     assert node_a["file"].startswith(node_a["node"] + "/")
     doc = json.loads(outputs["json"])
     assert doc["redaction"].endswith("anonymized")

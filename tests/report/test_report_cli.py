@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from report_helpers import HOSTS, SECRETS
 
@@ -55,3 +56,12 @@ def test_help_documents_formats() -> None:
     assert result.exit_code == 0
     for word in ("md", "jira", "html", "json", "png", "svg", "--anonymize", "--no-redact"):
         assert word in result.output
+
+
+@pytest.mark.xfail(strict=False, reason="reading a timeline DB fails in timeline/store.py (an unfinished "
+                   "result after the schema check); remove this mark once that is fixed")
+def test_report_from_a_timeline_db(planted_bundle: Path, tmp_path: Path) -> None:
+    db = tmp_path / "planted.duckdb"
+    assert CliRunner().invoke(cli, ["ingest", str(planted_bundle), "--db", str(db)]).exit_code == 0
+    code, out = _run(str(db), "--format", "md")
+    assert code == 0 and "REDACTED" in out.decode() and SECRETS[0] not in out.decode()
