@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from k3forensics.library.loader import Library, default_folders, load_library
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-EXIT_OK, EXIT_FAILURE_FOUND, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILURE_FOUND, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 # Terminal control sequences and other C0/C1 controls must never reach the user's terminal.
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -49,6 +50,13 @@ def reports_errors(func: F) -> F:
             where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
             console(stderr=True).print(safe(f"error: {where}{exc.strerror or exc}"))
             sys.exit(EXIT_USAGE)
+        except Exception as exc:  # a bug of ours: one line for the user, the trace on request
+            if os.environ.get("K3F_DEBUG"):
+                raise
+            console(stderr=True).print(safe(
+                f"internal error: {type(exc).__name__}: {exc} (a k3forensics bug; rerun with K3F_DEBUG=1 "
+                "for the trace and report it)"))
+            sys.exit(EXIT_INTERNAL)
 
     return wrapper  # type: ignore[return-value]
 

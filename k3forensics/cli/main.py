@@ -11,7 +11,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from k3forensics import __version__
 from k3forensics.cli.common import (
-    EXIT_FAILURE_FOUND, EXIT_OK, console, library_from, reports_errors, safe, signature_options,
+    EXIT_FAILURE_FOUND,
+    EXIT_OK,
+    console,
+    library_from,
+    reports_errors,
+    safe,
+    signature_options,
 )
 from k3forensics.cli.render_triage import render_triage
 from k3forensics.cli.report import report
@@ -114,7 +120,7 @@ def export_cmd(db: Path, parquet_dir: Path) -> None:
     con = open_timeline(db)
     parquet_dir.mkdir(parents=True, exist_ok=True)
     try:
-        tables = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()]
+        tables = [r[0] for r in con.sql("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()]
         for table in tables:
             target = (parquet_dir / f"{table}.parquet").resolve()
             con.execute(f"COPY {table} TO '{str(target).replace(chr(39), chr(39) * 2)}' (FORMAT parquet)")

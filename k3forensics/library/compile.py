@@ -14,7 +14,18 @@ import polars as pl
 
 from k3forensics.errors import SignatureError
 from k3forensics.library.condition import (
-    AnyOf, And, Compare, IsNull, Member, Milestone, Node, Not, Or, TextTest, TracebackTest, WithinHit,
+    And,
+    AnyOf,
+    Compare,
+    IsNull,
+    Member,
+    Milestone,
+    Node,
+    Not,
+    Or,
+    TextTest,
+    TracebackTest,
+    WithinHit,
 )
 from k3forensics.text import strip_ansi
 

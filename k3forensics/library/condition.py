@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from typing import Union
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -80,7 +79,7 @@ class Not:
     item: Node
 
 
-Node = Union[TextTest, AnyOf, Compare, Member, IsNull, TracebackTest, Milestone, WithinHit, And, Or, Not]
+Node = TextTest | AnyOf | Compare | Member | IsNull | TracebackTest | Milestone | WithinHit | And | Or | Not
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 

@@ -25,11 +25,15 @@ class ExampleFailure:
         return f"{self.origin}: {self.signature} {verb}: {self.line!r}"
 
 
-def example_events(examples: list[Example]) -> pl.DataFrame:
-    """Each example as one event, parsed like a log line, with its extra fields applied."""
-    events = parse_log(lines_frame([e.line for e in examples], file="example.log"), ParseContext("example.log")).events
-    events = events.with_row_index("seq").with_columns(
-        pl.col("seq").cast(pl.Int64),
+def example_events(groups: list[tuple[str, list[Example]]]) -> pl.DataFrame:
+    """Examples as events, parsed like log lines in one pass; each group is its own file
+    (so a traceback in one group never joins another), with extra fields applied."""
+    examples = [e for _, group in groups for e in group]
+    files = [name for name, group in groups for _ in group]
+    numbers = [i + 1 for _, group in groups for i in range(len(group))]
+    lines = lines_frame([e.line for e in examples]).with_columns(
+        pl.Series("file", files, dtype=pl.Utf8), pl.Series("line_no", numbers, dtype=pl.Int64))
+    events = parse_log(lines, ParseContext("examples")).events.with_columns(
         pl.lit("node0").alias("node"),
         pl.col("ts").alias("ts_order"),
         pl.lit(None, pl.Utf8).alias("milestone"),
@@ -46,20 +50,26 @@ def example_events(examples: list[Example]) -> pl.DataFrame:
 
 
 def run_examples(library: Library, signatures: list[Signature] | None = None) -> list[ExampleFailure]:
-    """Every example of every (or the given) signature; each example is matched alone, so
-    examples of different signatures never see each other."""
-    failures: list[ExampleFailure] = []
-    sigs = signatures or [s for s in library.signatures.values()]
-    for sig in sigs:
-        cases = [(e, True) for e in sig.matches] + [(e, False) for e in sig.no_match]
-        if not cases:
-            continue
-        events = example_events([e for e, _ in cases])
-        roles = (sig.role,) if sig.role != Role.MILESTONE else (Role.MILESTONE,)
-        hits = match_events(events, library, roles=roles)
-        matched = set(hits.filter(pl.col("signature") == sig.id).get_column("seq").to_list())
-        for i, (example, expected) in enumerate(cases):
-            if (i in matched) != expected:
-                failures.append(ExampleFailure(sig.id, sig.origin, example.line, expected))
-    return failures
+    """Every example of every (or the given) signature, all matched in one pass.
 
+    Each signature's examples form their own file, so a traceback in one signature's
+    examples never joins another's; a signature is judged on its own examples only.
+    """
+    sigs = signatures or list(library.signatures.values())
+    groups: list[tuple[str, list[Example]]] = []
+    cases: list[tuple[Signature, Example, bool]] = []
+    for sig in sigs:
+        examples = [(e, True) for e in sig.matches] + [(e, False) for e in sig.no_match]
+        if examples:
+            groups.append((f"{sig.id}.log", [e for e, _ in examples]))
+            cases += [(sig, e, expected) for e, expected in examples]
+    if not groups:
+        return []
+    events = example_events(groups).with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
+    hits = match_events(events, library, roles=tuple(Role))
+    matched = set(hits.select("seq", "signature").iter_rows())
+    failures: list[ExampleFailure] = []
+    for seq, (sig, example, expected) in enumerate(cases):
+        if ((seq, sig.id) in matched) != expected:
+            failures.append(ExampleFailure(sig.id, sig.origin, example.line, expected))
+    return failures

@@ -13,7 +13,15 @@ import polars as pl
 from k3forensics.errors import Location, SignatureError
 from k3forensics.library.condition import Milestone, Node, TextTest, WithinHit, parse_condition, walk
 from k3forensics.library.model import (
-    PHASES, STEPS, Action, Example, Remediation, Role, Severity, Signature, Status,
+    PHASES,
+    STEPS,
+    Action,
+    Example,
+    Remediation,
+    Role,
+    Severity,
+    Signature,
+    Status,
 )
 from k3forensics.library.yamlsafe import LINE_KEY, load_yaml
 from k3forensics.resources import signatures_dir

@@ -16,7 +16,7 @@ from k3forensics.timeline.nodes import DEFAULT_NODE, node_of_paths, single_node_
 from k3forensics.timeline.parse_file import ParsedFile, parse_file
 from k3forensics.timeline.phases import assign_phases, milestone_column
 from k3forensics.timeline.store import write_timeline
-from k3forensics.timeline.times import reference_year, resolve_times
+from k3forensics.timeline.times import reference_instant, resolve_times
 
 Progress = Callable[[str, int, int], None]  # (file, files done, files total)
 
@@ -79,8 +79,9 @@ def build_timeline(bundle: Path, library: Library | None = None, progress: Progr
             events, facts, samples = (f.with_columns(pl.lit(name).alias("node")) for f in (events, facts, samples))
             node_by_path = {k: name for k in node_by_path}
     events = events.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
-    year = reference_year(events, hint=max(mtimes) if mtimes else None)
-    events = resolve_times(events, year)
+    reference = reference_instant(events, hint=max(mtimes) if mtimes else None)
+    year = reference.year
+    events = resolve_times(events, reference)
     events = assign_phases(milestone_column(events, library))
     files = _files_manifest(parsed, node_by_path, events)
     nodes = _nodes_table(files, events)

@@ -92,11 +92,15 @@ def _follow_head_node(events: pl.DataFrame, timeline: pl.DataFrame) -> pl.DataFr
     if ready.height == 0:
         return events
     rank = {p: i for i, p in enumerate(PHASES)}
-    waiting = pl.col("phase").replace_strict(rank, default=-1, return_dtype=pl.Int32) == ENGINE_RANK
-    candidates = events.filter(waiting & pl.col("ts_order").is_not_null())
+    phase_rank = pl.col("phase").replace_strict(rank, default=-1, return_dtype=pl.Int32)
+    never_ready = phase_rank.max().over("node") < READY_RANK
+    candidates = events.filter((phase_rank == ENGINE_RANK) & never_ready & pl.col("ts_order").is_not_null())
     if candidates.height == 0:
         return events
-    head = _asof(candidates, ready.drop("node"), by=None).select("seq", pl.col("_node_phase").alias("_head"))
+    heads = ready.filter(~pl.col("node").is_in(candidates.get_column("node").unique().implode()))
+    if heads.height == 0:
+        return events
+    head = _asof(candidates, heads.drop("node"), by=None).select("seq", pl.col("_node_phase").alias("_head"))
     return events.join(head, on="seq", how="left").with_columns(
         pl.coalesce("_head", "phase").alias("phase")
     ).drop("_head")

@@ -14,7 +14,8 @@ DDL = [
     """CREATE TABLE events (
         seq BIGINT, file VARCHAR, line_no BIGINT, byte_offset BIGINT, node VARCHAR, source VARCHAR,
         format VARCHAR, parsed BOOLEAN, process VARCHAR, pid BIGINT, rank VARCHAR, ts TIMESTAMPTZ,
-        ts_quality VARCHAR, ts_order TIMESTAMPTZ, level VARCHAR, phase VARCHAR, message VARCHAR, line VARCHAR,
+        ts_quality VARCHAR, ts_order TIMESTAMPTZ, level VARCHAR, phase VARCHAR, milestone VARCHAR, step VARCHAR,
+        message VARCHAR, line VARCHAR,
         attrs JSON, tb_group BIGINT, tb_final BOOLEAN, exception VARCHAR, stream VARCHAR)""",
     "CREATE TABLE samples (node VARCHAR, file VARCHAR, line_no BIGINT, metric VARCHAR, labels JSON, ts TIMESTAMPTZ, value DOUBLE)",
     "CREATE TABLE facts (node VARCHAR, file VARCHAR, line_no BIGINT, key VARCHAR, value VARCHAR)",
@@ -23,6 +24,6 @@ DDL = [
 
 EVENT_COLUMNS = [
     "seq", "file", "line_no", "byte_offset", "node", "source", "format", "parsed", "process", "pid", "rank",
-    "ts", "ts_quality", "ts_order", "level", "phase", "message", "line", "attrs", "tb_group", "tb_final",
+    "ts", "ts_quality", "ts_order", "level", "phase", "milestone", "step", "message", "line", "attrs", "tb_group", "tb_final",
     "exception", "stream",
 ]

@@ -57,7 +57,8 @@ def open_timeline(db: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection
     except duckdb.Error as exc:
         raise DatabaseError(f"not a DuckDB database ({str(exc).splitlines()[0]})", Location(str(db))) from None
     try:
-        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        rows = con.sql("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+        row = rows[0] if rows else None
     except duckdb.Error:
         con.close()
         raise DatabaseError("not a k3forensics timeline (no meta table)", Location(str(db))) from None

@@ -11,8 +11,8 @@ scheduler dumps), and the metrics samples.
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import polars as pl
 

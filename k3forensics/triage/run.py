@@ -8,10 +8,9 @@ from typing import Any
 
 import polars as pl
 
-from k3forensics.timeline.store import is_timeline_db
 from k3forensics.library.loader import Library, load_library
 from k3forensics.timeline.ingest import Timeline, build_timeline
-from k3forensics.timeline.store import open_timeline, read_frame
+from k3forensics.timeline.store import is_timeline_db, open_timeline, read_frame
 from k3forensics.triage import first_failure, oom
 from k3forensics.triage.environment import fingerprint
 from k3forensics.triage.hits import all_hits
@@ -43,8 +42,9 @@ def load_timeline(db: Path) -> Timeline:
     try:
         events = read_frame(con, "SELECT * FROM events ORDER BY seq")
         tables = {t: read_frame(con, f"SELECT * FROM {t}") for t in ("samples", "facts", "files", "nodes")}
-        warnings = [r[0] for r in con.execute("SELECT message FROM warnings").fetchall()]
-        year_row = con.execute("SELECT value FROM meta WHERE key = 'reference_year'").fetchone()
+        warnings = [r[0] for r in con.sql("SELECT message FROM warnings").fetchall()]
+        year_rows = con.sql("SELECT value FROM meta WHERE key = 'reference_year'").fetchall()
+        year_row = year_rows[0] if year_rows else None
     finally:
         con.close()
     events = events.with_columns(pl.col("ts").dt.convert_time_zone("UTC"), pl.col("ts_order").dt.convert_time_zone("UTC"))
@@ -57,8 +57,6 @@ def triage(path: Path, library: Library | None = None, tie_s: float = 2.0, db: P
     library.raise_problems()
     if is_timeline_db(path):
         timeline = load_timeline(path)
-        if "step" not in timeline.events.columns:
-            timeline.events = timeline.events.with_columns(pl.lit(None, pl.Utf8).alias("step"))
     else:
         timeline = build_timeline(path, library)
     return triage_timeline(str(path), timeline, library, tie_s)

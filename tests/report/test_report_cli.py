@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 from report_helpers import HOSTS, SECRETS
 
@@ -58,8 +57,6 @@ def test_help_documents_formats() -> None:
         assert word in result.output
 
 
-@pytest.mark.xfail(strict=False, reason="reading a timeline DB fails in timeline/store.py (an unfinished "
-                   "result after the schema check); remove this mark once that is fixed")
 def test_report_from_a_timeline_db(planted_bundle: Path, tmp_path: Path) -> None:
     db = tmp_path / "planted.duckdb"
     assert CliRunner().invoke(cli, ["ingest", str(planted_bundle), "--db", str(db)]).exit_code == 0
