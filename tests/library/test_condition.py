@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import polars as pl
 import pytest
@@ -12,7 +12,18 @@ from hypothesis import strategies as st
 from k3forensics.errors import Location, SignatureError
 from k3forensics.library.compile import Compiler, prepare
 from k3forensics.library.condition import (
-    And, AnyOf, Compare, IsNull, Member, Milestone, Not, Or, TextTest, TracebackTest, WithinHit, parse_condition,
+    And,
+    AnyOf,
+    Compare,
+    IsNull,
+    Member,
+    Milestone,
+    Not,
+    Or,
+    TextTest,
+    TracebackTest,
+    WithinHit,
+    parse_condition,
 )
 
 
@@ -53,7 +64,7 @@ def test_syntax_error_points_at_file_line_column(text: str, line: int, column: i
     assert "^" in error.message
 
 
-T0 = datetime(2026, 8, 14, 10, 0, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 8, 14, 10, 0, 0, tzinfo=UTC)
 
 
 def frame() -> pl.DataFrame:

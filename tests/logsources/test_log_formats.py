@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import polars as pl
 import pytest
@@ -12,7 +12,7 @@ from k3forensics.sources import generic, kernel, nccl, pytorch, traceback, vllm
 from k3forensics.sources.base import ParseContext, lines_frame
 from k3forensics.sources.logs import parse_log
 
-UTC = timezone.utc
+UTC = UTC
 
 
 def parse(lines: list[str]) -> list[dict]:
