@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from k3forensics.cli.common import console, reports_errors, safe, signature_options
 from k3forensics.library.examples import run_examples
@@ -25,15 +24,14 @@ def signatures() -> None:
 def list_cmd(role: str | None, signature_dirs: tuple[Path, ...]) -> None:
     """List the signatures of the loaded libraries."""
     library = load_library(default_folders(list(signature_dirs)))
-    table = Table()
-    for column in ("id", "category", "role", "severity", "status", "origin"):
-        table.add_column(column)
-    for sig in sorted(library.signatures.values(), key=lambda s: s.id):
-        if role and sig.role.value != role:
-            continue
-        table.add_row(*(safe(v) for v in (sig.id, sig.category, sig.role.value, sig.severity.value, sig.status.value,
-                                          sig.origin)))
-    console().print(table)
+    sigs = sorted((s for s in library.signatures.values() if not role or s.role.value == role), key=lambda s: s.id)
+    width = max((len(s.id) for s in sigs), default=10)
+    out = console()
+    # Plain columns, never truncated: the list is read with grep as often as with eyes.
+    out.print(safe(f"{'id':<{width}}  {'category':<26} {'role':<9} {'severity':<8} {'status':<12} origin"))
+    for sig in sigs:
+        out.print(safe(f"{sig.id:<{width}}  {sig.category:<26} {sig.role.value:<9} {sig.severity.value:<8} "
+                       f"{sig.status.value:<12} {sig.origin}"))
     for note in library.notes:
         console().print(safe(f"note: {note}"))
     if library.problems:
@@ -55,18 +53,28 @@ def lint_cmd(signature_dirs: tuple[Path, ...]) -> None:
     sys.exit(1 if count else 0)
 
 
+def shipped_healthy_bundles() -> tuple[Path, ...]:
+    """The healthy sample bundles of a source checkout (none in an installed wheel)."""
+    from k3forensics.resources import signatures_dir
+
+    samples = signatures_dir().parent / "samples"
+    return tuple(sorted(samples.glob("healthy-*/bundle")))
+
+
 @signatures.command("test")
 @click.option("--healthy", "healthy", multiple=True, type=click.Path(path_type=Path, exists=True),
               help="A healthy bundle on which no failure may be found (repeatable).")
 @signature_options
 @reports_errors
 def test_cmd(healthy: tuple[Path, ...], signature_dirs: tuple[Path, ...]) -> None:
-    """Run every signature's examples; with --healthy, also require silence on healthy bundles."""
+    """Run every signature's examples and require silence on healthy bundles (--healthy, or the
+    shipped healthy samples when run from a checkout)."""
     from k3forensics.triage.run import triage
 
     library = load_library(default_folders(list(signature_dirs)))
     library.raise_problems()
     failures = [str(f) for f in run_examples(library)]
+    healthy = healthy or shipped_healthy_bundles()
     for bundle in healthy:
         result = triage(bundle, library)
         if result.first is not None:
@@ -75,8 +83,8 @@ def test_cmd(healthy: tuple[Path, ...], signature_dirs: tuple[Path, ...]) -> Non
     for failure in failures:
         console().print(safe(failure))
     examples = sum(len(s.matches) + len(s.no_match) for s in library.signatures.values())
-    console().print(safe(f"{examples} examples in {len(library.signatures)} signatures: "
-                         f"{examples - len(failures) if not healthy else examples} checked, {len(failures)} failed"))
+    console().print(safe(f"{examples} examples in {len(library.signatures)} signatures and "
+                         f"{len(healthy)} healthy bundle(s) checked, {len(failures)} failed"))
     sys.exit(1 if failures else 0)
 
 
@@ -112,3 +120,31 @@ def explain_cmd(signature_id: str, signature_dirs: tuple[Path, ...]) -> None:
         out.print(safe(f"  + {ex.line}"))
     for ex in sig.no_match:
         out.print(safe(f"  - {ex.line}"))
+
+
+@signatures.command("suggest")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--limit", type=int, default=20, show_default=True, help="How many templates to show.")
+@click.option("--format", "fmt", type=click.Choice(["text", "yaml"]), default="text", show_default=True)
+@signature_options
+@reports_errors
+def suggest_cmd(path: Path, limit: int, fmt: str, signature_dirs: tuple[Path, ...]) -> None:
+    """Error-like lines of a bundle (or DB) that no signature explains, as signature skeletons."""
+    from k3forensics.cli.common import library_from
+    from k3forensics.library.suggest import skeletons_yaml, unexplained
+    from k3forensics.triage.run import triage
+
+    library = library_from(signature_dirs)
+    result = triage(path, library)
+    templates = unexplained(result.timeline.events, result.hits, limit=limit)
+    out = console()
+    if fmt == "yaml":
+        sys.stdout.write(skeletons_yaml(templates))
+        return
+    if not templates:
+        out.print(safe("every error-like line is explained by a signature"))
+        return
+    for i, t in enumerate(templates, start=1):
+        out.print(safe(f"{i:>2}. {t.count}× in {t.files} file(s): {t.template}"))
+        out.print(safe(f"    e.g. {t.example_file}:{t.example_line_no}: {t.example_line[:200]}"))
+    out.print(safe("\nready-to-edit skeletons: k3forensics signatures suggest PATH --format yaml > team/new.yaml"))

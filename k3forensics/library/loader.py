@@ -23,7 +23,7 @@ from k3forensics.library.model import (
     Signature,
     Status,
 )
-from k3forensics.library.yamlsafe import LINE_KEY, load_yaml
+from k3forensics.library.yamlsafe import LINE_KEY, MARKS_KEY, load_yaml
 from k3forensics.resources import signatures_dir
 
 ENV_VAR = "K3F_SIGNATURES"
@@ -121,7 +121,7 @@ def build_signature(entry: Any, display: str, library: str) -> Signature:
     line = entry.get(LINE_KEY, 1)
     where = Location(display, line)
     errors: list[str] = []
-    unknown = set(entry) - KNOWN_KEYS - {LINE_KEY}
+    unknown = set(entry) - KNOWN_KEYS - {LINE_KEY, MARKS_KEY}
     if unknown:
         errors.append(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}")
     for key in ("id", "title", "category", "role", "match"):
@@ -144,12 +144,8 @@ def build_signature(entry: Any, display: str, library: str) -> Signature:
         errors.append(f"step {step!r} is not one of {', '.join(STEPS)}")
     if role == Role.MILESTONE and phase is None:
         errors.append("a milestone needs `phase`")
-    match_line = _key_line(entry, "match", line)
-    try:
-        condition = parse_condition(entry["match"], Location(display, match_line + 1 if "\n" in entry["match"]
-                                                             else match_line))
-    except SignatureError as exc:
-        raise exc from None
+    match_line, match_column = entry.get(MARKS_KEY, {}).get("match", (line, 1))
+    condition = parse_condition(entry["match"], Location(display, match_line, match_column))
     errors += _check_condition(condition, role)
     captures = _str_list(entry.get("captures", []), "captures", errors)
     for pattern in captures:
@@ -186,11 +182,6 @@ def build_signature(entry: Any, display: str, library: str) -> Signature:
         references=tuple(_str_list(entry.get("references", []), "references", errors)),
         matches=tuple(matches), no_match=tuple(no_match), description=str(entry.get("description", "")),
     )
-
-
-def _key_line(entry: dict[str, Any], key: str, default: int) -> int:
-    # PyYAML keeps only the mapping's line; the match key is usually a few lines below it.
-    return default + list(k for k in entry if k != LINE_KEY).index(key) if key in entry else default
 
 
 def _enum(kind: Any, value: Any, name: str, errors: list[str]) -> Any:
@@ -240,7 +231,7 @@ def _remediation(value: Any, errors: list[str]) -> Remediation | None:
         errors.append("`remediation` needs `action` and `text`")
         return None
     action = _enum(Action, value["action"], "remediation.action", errors)
-    extra = set(value) - {"action", "text", "parameter", LINE_KEY}
+    extra = set(value) - {"action", "text", "parameter", LINE_KEY, MARKS_KEY}
     if extra:
         errors.append(f"unknown remediation field(s): {', '.join(sorted(extra))}")
     if action is None:
@@ -257,7 +248,8 @@ def _examples(value: Any, name: str, errors: list[str]) -> list[Example]:
         if isinstance(item, str):
             out.append(Example(item))
         elif isinstance(item, dict) and isinstance(item.get("line"), str):
-            out.append(Example(item["line"], {k: v for k, v in item.items() if k not in ("line", LINE_KEY)}))
+            out.append(Example(item["line"], {k: v for k, v in item.items()
+                                              if k not in ("line", LINE_KEY, MARKS_KEY)}))
         else:
             errors.append(f"`{name}` entries are lines, or mappings with `line` and event fields")
     return out

@@ -11,6 +11,17 @@ import yaml
 from k3forensics.errors import Location, SignatureError
 
 LINE_KEY = "__line__"
+MARKS_KEY = "__marks__"  # key -> (line, column) where its value's text starts
+
+
+def _value_start(key: yaml.Node, value: yaml.Node) -> tuple[int, int]:
+    mark = value.start_mark
+    if isinstance(value, yaml.ScalarNode) and value.style in (">", "|"):
+        # A block scalar's text starts on the next line, indented past its key.
+        return mark.line + 2, key.start_mark.column + 3
+    if isinstance(value, yaml.ScalarNode) and value.style in ("'", '"'):
+        return mark.line + 1, mark.column + 2
+    return mark.line + 1, mark.column + 1
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -44,6 +55,9 @@ class _StrictLoader(yaml.SafeLoader):
             seen[key] = key_node.start_mark.line + 1
         mapping = super().construct_mapping(node, deep=True)
         mapping[LINE_KEY] = node.start_mark.line + 1
+        mapping[MARKS_KEY] = {
+            self.construct_object(k, deep=True): _value_start(k, v) for k, v in node.value
+        }
         return mapping
 
 

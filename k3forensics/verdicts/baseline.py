@@ -15,7 +15,7 @@ from typing import Any
 
 from k3forensics.errors import Location, SignatureError
 from k3forensics.library.loader import default_folders
-from k3forensics.library.yamlsafe import LINE_KEY, load_yaml
+from k3forensics.library.yamlsafe import LINE_KEY, MARKS_KEY, load_yaml
 
 BASELINE_DIR = "baselines"
 REQUIREMENT_KEYS = {"id", "kind", "text", "fact", "version_at_least", "version_below", "matches",
@@ -110,7 +110,7 @@ def _requirement(entry: Any, display: str) -> Requirement:
     if not isinstance(entry, dict):
         raise SignatureError("a requirement is a mapping", Location(display))
     where = Location(display, entry.get(LINE_KEY))
-    unknown = set(entry) - REQUIREMENT_KEYS - {LINE_KEY}
+    unknown = set(entry) - REQUIREMENT_KEYS - {LINE_KEY, MARKS_KEY}
     if unknown:
         raise SignatureError(f"unknown requirement key(s): {', '.join(sorted(unknown))}", where,
                              f"known: {', '.join(sorted(REQUIREMENT_KEYS))}")
