@@ -32,7 +32,9 @@ COMMAND_START = rf"^\s*(?:[$+]\s+|ExecStart=[-@+!:]*)?(?:[^#\n]*?(?:&&|;)\s*)?{_
 EXPORT = r"^\s*(?:export\s+|Environment=)[\"']?(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*?)\s*$"
 ASSIGN = r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>\S*)\s*$"
 
-_SECRET = re.compile(r"(?i)token|secret|password|api[_-]?key|access[_-]?key")
+# Secret-bearing names: a *token* value (HF_TOKEN, --hf-token), not flags about tokens
+# (--enable-prompt-tokens-details, --max-num-batched-tokens).
+_SECRET = re.compile(r"(?i)(?:^|[_-])(?:token|secret|password|passwd|api[_-]?key|access[_-]?key)$|(?:^|[_-])(?:hf|auth|api|access|bearer)[_-]?token")
 # vLLM flags that take no value: a token after them is the next argument, not their value.
 _BOOLEAN_FLAGS = {
     "enforce_eager", "trust_remote_code", "enable_prefix_caching", "enable_chunked_prefill",
