@@ -31,7 +31,7 @@ def hit_dict(hit: dict[str, Any], caused_by: str | None = None) -> dict[str, Any
     if hit.get("captures"):
         import json
 
-        out["captures"] = json.loads(hit["captures"])
+        out["captures"] = {k: v for k, v in json.loads(hit["captures"]).items() if v is not None}
     if caused_by:
         out["caused_by"] = caused_by
     return out
