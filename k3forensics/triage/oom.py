@@ -84,7 +84,10 @@ def _ready_elsewhere(first: dict[str, object], events: pl.DataFrame) -> bool:
 def _has_startup_lines(first: dict[str, object], events: pl.DataFrame) -> bool:
     """Start-up milestones on the OOM's node at or before it (runtime ones do not count)."""
     same_file_before = (pl.col("file") == first["file"]) & (pl.col("line_no") <= first["line_no"])
-    other_file_before = (pl.col("file") != first["file"]) & (pl.col("ts_order") <= first.get("ts_order"))
+    when = first.get("ts_order")
+    other_file_before = (
+        (pl.col("file") != first["file"]) & (pl.col("ts_order") <= when) if when is not None else pl.lit(False)
+    )
     startup = pl.col("milestone").is_not_null() & ~pl.col("milestone").is_in(READY_PHASES + ("serving",))
     found = events.filter((pl.col("node") == first["node"]) & startup
                           & (same_file_before | other_file_before.fill_null(False)))
