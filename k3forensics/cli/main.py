@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from k3forensics import __version__
 from k3forensics.cli.common import (
@@ -51,6 +50,8 @@ def _default_db(bundle: Path) -> Path:
 @reports_errors
 def ingest_cmd(bundle: Path, db: Path | None, signature_dirs: tuple[Path, ...]) -> None:
     """Read a bundle (folder, .tar.gz, .tgz, .zip, .gz or one file) into a DuckDB timeline."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     library = library_from(signature_dirs)
     db = db or _default_db(bundle)
     err = console(stderr=True)

@@ -148,3 +148,8 @@ def suggest_cmd(path: Path, limit: int, fmt: str, signature_dirs: tuple[Path, ..
         out.print(safe(f"{i:>2}. {t.count}× in {t.files} file(s): {t.template}"))
         out.print(safe(f"    e.g. {t.example_file}:{t.example_line_no}: {t.example_line[:200]}"))
     out.print(safe("\nready-to-edit skeletons: k3forensics signatures suggest PATH --format yaml > team/new.yaml"))
+
+
+from k3forensics.cli.profile import profile_cmd  # noqa: E402  (the profile command lives in its own module)
+
+signatures.add_command(profile_cmd)

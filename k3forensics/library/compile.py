@@ -35,6 +35,48 @@ EVENT_FIELDS = {"source", "level", "phase", "process", "node", "file", "exceptio
                 "message", "rank"}
 
 
+# Nodes whose value on a line depends on other lines (a group, a node's milestones, other hits).
+WINDOW_NODES = (TracebackTest, Milestone, WithinHit)
+
+
+def fields_read(node: Node) -> set[str]:
+    """The event fields a condition reads directly (not through a window)."""
+    match node:
+        case TextTest(_, _, field) | Compare(field, _, _) | Member(field, _) | IsNull(field, _):
+            return {field}
+        case AnyOf():
+            return {"text"}
+        case And(items) | Or(items):
+            return set().union(*(fields_read(i) for i in items))
+        case Not(item):
+            return fields_read(item)
+    return set()
+
+
+def is_row_local(node: Node, unavailable: frozenset[str] = frozenset(), tracebacks: bool = False) -> bool:
+    """True when the condition decides a line from that line alone (with `tracebacks`: or from
+    the lines of its traceback group), reading none of the `unavailable` fields."""
+    match node:
+        case And(items) | Or(items):
+            return all(is_row_local(i, unavailable, tracebacks) for i in items)
+        case Not(item):
+            return is_row_local(item, unavailable, tracebacks)
+        case TracebackTest():
+            return tracebacks
+        case Milestone() | WithinHit():
+            return False
+    return not (fields_read(node) & unavailable)
+
+
+def uses_tracebacks(node: Node) -> bool:
+    match node:
+        case And(items) | Or(items):
+            return any(uses_tracebacks(i) for i in items)
+        case Not(item):
+            return uses_tracebacks(item)
+    return isinstance(node, TracebackTest)
+
+
 def prepare(events: pl.LazyFrame) -> pl.LazyFrame:
     """Add the `_text` column the compiled expressions read."""
     line = pl.col("line").fill_null("")
@@ -105,12 +147,10 @@ class Compiler:
             case IsNull(field, negate):
                 expr = field_expr(field).is_null()
                 return ~expr if negate else expr
-            case TracebackTest(op, value):
-                inner = text_expr(pl.col(TEXT), op, value)
-                grouped = inner.any().over("tb_group")
-                return (pl.col("tb_group").is_not_null() & grouped).fill_null(False)
+            case TracebackTest():
+                return (pl.col("tb_group").is_not_null() & self._grouped(node)).fill_null(False)
             case Milestone(when, phase):
-                first = pl.when(pl.col("milestone") == phase).then(pl.col("ts_order")).min().over("node")
+                first = self._first_milestone(phase)
                 if when == "after":
                     return (pl.col("ts_order") >= first).fill_null(False)
                 return (first.is_null() | (pl.col("ts_order") < first)).fill_null(True)
@@ -124,15 +164,30 @@ class Compiler:
                 return ~self.compile(item)
         raise SignatureError(f"cannot compile condition node {node!r}")
 
-    def _within(self, node: WithinHit) -> pl.Expr:
-        if node.signature in self._stack:
-            chain = " -> ".join([*self._stack, node.signature])
+    # The three relations to other lines; `PrefilterCompiler` (match.py) replaces the first and
+    # the third with columns computed once over all lines.
+
+    def _grouped(self, node: TracebackTest) -> pl.Expr:
+        """Some line of this line's traceback group passes the test."""
+        return text_expr(pl.col(TEXT), node.op, node.value).any().over("tb_group")
+
+    def _first_milestone(self, phase: str) -> pl.Expr:
+        """The time of the first milestone of `phase` on this line's node."""
+        return pl.when(pl.col("milestone") == phase).then(pl.col("ts_order")).min().over("node")
+
+    def _other_hit(self, signature: str) -> pl.Expr:
+        """Where the condition of another signature holds (compiled inline)."""
+        if signature in self._stack:
+            chain = " -> ".join([*self._stack, signature])
             raise SignatureError(f"signatures refer to each other in a cycle: {chain}")
-        self._stack.append(node.signature)
+        self._stack.append(signature)
         try:
-            other = self.compile(self._resolve(node.signature))
+            return self.compile(self._resolve(signature))
         finally:
             self._stack.pop()
+
+    def _within(self, node: WithinHit) -> pl.Expr:
+        other = self._other_hit(node.signature)
         t = pl.col("ts_order")
         hit_time = pl.when(other).then(t)
         order = ["ts_order", "seq"]

@@ -1,19 +1,52 @@
-"""Match a library against the events: one pass, one boolean column per signature."""
+"""Match a library against the events: one boolean per (line, signature), as hit rows.
+
+Two ways to the same hits. `prefilter=False` compiles every signature to one polars
+expression and evaluates all of them over every line. The default first finds, for each
+signature, the lines that hold one of the literals its condition requires (`prefilter.py`:
+one Aho-Corasick pass over all lines for the whole library, then per signature over the few
+lines that passed) and evaluates the full expression only there. What depends on other lines
+is computed once over all lines: traceback tests per group, first milestones per node, and
+other signatures' hits for `within … of hit`, whose window is then evaluated over the
+candidate lines together with those hits (the lines in between hold no hit, so they change
+nothing). Tests check that both ways give the same hits on every sample bundle.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
 import polars as pl
 
-from k3forensics.library.compile import TEXT, Compiler, prepare
+from k3forensics.errors import SignatureError
+from k3forensics.library.compile import TEXT, Compiler, is_row_local, prepare, text_expr
+from k3forensics.library.condition import Node, TracebackTest, WithinHit, walk
 from k3forensics.library.loader import Library
 from k3forensics.library.model import Role, Signature
+from k3forensics.library.prefilter import Literals, required
+from k3forensics.text import strip_ansi
 
 HIT_SCHEMA = {"seq": pl.Int64, "signature": pl.Utf8, "captures": pl.Utf8}
+# Up to this many candidate lines, the signatures without windows are evaluated together in one
+# pass over all candidates (fewer, larger polars calls); above it each over its own candidates.
+BATCH_ROWS = 50_000
 
 # Columns the compiled expressions may read; absent ones are added as nulls.
 _NEEDED = {"milestone": pl.Utf8, "phase": pl.Utf8, "tb_group": pl.Int64, "ts_order": pl.Datetime("us", "UTC"),
            "node": pl.Utf8, "exception": pl.Utf8, "format": pl.Utf8, "stream": pl.Utf8, "rank": pl.Utf8,
            "attrs": pl.Utf8, "process": pl.Utf8, "level": pl.Utf8, "source": pl.Utf8}
+
+# What a timeline build knows of a line while it is still reading files (see timeline/build.py):
+# not its phase, nor the node name of a one-node bundle.
+_NOT_YET = frozenset({"phase", "node"})
+
+
+def pass_one_safe(condition: Node) -> bool:
+    """Can this condition be matched on a file's lines before the bundle is complete? (Lines
+    of traceback groups cut by a chunk boundary are matched again once the file is read.)"""
+    return is_row_local(condition, _NOT_YET, tracebacks=True)
 
 
 def signature_exprs(library: Library, signatures: list[Signature]) -> list[pl.Expr]:
@@ -27,25 +60,298 @@ def signature_exprs(library: Library, signatures: list[Signature]) -> list[pl.Ex
     return exprs
 
 
-def match_events(events: pl.DataFrame, library: Library, roles: tuple[Role, ...] | None = None) -> pl.DataFrame:
+def match_events(events: pl.DataFrame, library: Library, roles: tuple[Role, ...] | None = None, *,
+                 prefilter: bool = True) -> pl.DataFrame:
     """Hits as rows (seq, signature, captures JSON) in event order."""
     roles = roles or (Role.PRIMARY, Role.SECONDARY, Role.CONTEXT)
     signatures = library.of_role(*roles)
     if not signatures or events.height == 0:
         return pl.DataFrame(schema=HIT_SCHEMA)
-    frame = events.lazy().with_columns(
+    if prefilter:
+        hits = Matcher(events, library).hits(signatures)
+    else:
+        hits = _match_all_lines(events, library, signatures)
+    return _with_captures(hits, events, [s for s in signatures if s.captures]).sort("seq", "signature")
+
+
+def _with_needed(events: pl.DataFrame) -> pl.DataFrame:
+    return events.with_columns(
         [pl.lit(None, dtype).alias(name) for name, dtype in _NEEDED.items() if name not in events.columns]
     )
-    flags = prepare(frame).select("seq", *signature_exprs(library, signatures))
+
+
+def _match_all_lines(events: pl.DataFrame, library: Library, signatures: list[Signature]) -> pl.DataFrame:
+    """Every signature's expression over every line, in one pass."""
+    flags = prepare(_with_needed(events).lazy()).select("seq", *signature_exprs(library, signatures))
     ids = [s.id for s in signatures]
-    hits = (
+    return (
         flags.filter(pl.any_horizontal(ids))
         .unpivot(index="seq", on=ids, variable_name="signature", value_name="hit")
         .filter(pl.col("hit"))
         .select("seq", "signature")
         .collect()
     )
-    return _with_captures(hits, events, [s for s in signatures if s.captures]).sort("seq", "signature")
+
+
+def text_column(line: pl.Series) -> pl.Series:
+    """`prepare`'s `_text` computed eagerly: ANSI colour stripped only where an ESC occurs."""
+    line = line.fill_null("")
+    rows = line.str.contains("\x1b", literal=True).arg_true()
+    if rows.len():
+        stripped = pl.DataFrame({"t": line.gather(rows)}).select(strip_ansi(pl.col("t"))).to_series()
+        line = line.scatter(rows, stripped)
+    return line.alias(TEXT)
+
+
+class PrefilterCompiler(Compiler):
+    """The compiler with the relations to other lines read from values computed over all lines."""
+
+    def __init__(self, matcher: Matcher):
+        super().__init__(lambda sig_id: matcher.library.signatures[sig_id].condition)
+        self.matcher = matcher
+
+    def _grouped(self, node: TracebackTest) -> pl.Expr:
+        return pl.col("tb_group").is_in(self.matcher.groups_passing(node))
+
+    def _first_milestone(self, phase: str) -> pl.Expr:
+        firsts = self.matcher.first_milestones(phase)
+        return pl.col("node").replace_strict(firsts, default=None, return_dtype=pl.Datetime("us", "UTC"))
+
+    def _other_hit(self, signature: str) -> pl.Expr:
+        return pl.col(_hit_column(signature))
+
+
+def _hit_column(signature: str) -> str:
+    return f"_hit:{signature}"
+
+
+@dataclass
+class SignatureCost:
+    """What matching one signature took (`k3forensics signatures profile`)."""
+
+    signature: str
+    seconds: float = 0.0
+    candidates: int = 0
+    hits: int = 0
+    prefilter: str = ""
+
+
+@dataclass
+class Matcher:
+    """Prefiltered matching over one events frame (see module doc)."""
+
+    events: pl.DataFrame
+    library: Library
+    batch_rows: int = BATCH_ROWS       # 0: every signature on its own (what the profile measures)
+    clock: Callable[[], float] = time.perf_counter
+    costs: dict[str, SignatureCost] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.frame = _with_needed(self.events).with_columns(text_column(self.events.get_column("line")))
+        self._literals: dict[str, Literals | None] = {}
+        self._pool: pl.DataFrame | None = None
+        self._masks: pl.DataFrame | None = None   # per signature: the pool line holds its literals
+        self._traceback_lines: pl.DataFrame | None = None
+        self._rows: dict[str, pl.Series] = {}
+        self._found: dict[str, pl.DataFrame] = {}  # seq, source of the lines where a condition holds
+        self._groups: dict[TracebackTest, pl.Series] = {}
+        self._firsts: dict[str, dict[str, object]] = {}
+        self._stack: list[str] = []
+        self.pool_seconds = 0.0
+
+    def hits(self, signatures: list[Signature]) -> pl.DataFrame:
+        started = self.clock()
+        self._pool = self._candidates_pool(signatures)
+        self.pool_seconds = self.clock() - started
+        self._batch(self._closure([s.id for s in signatures]))
+        seqs: list[pl.Series] = []
+        names: list[str] = []
+        counts: list[int] = []
+        for sig in signatures:
+            self.condition_rows(sig.id)
+            found = self._found[sig.id]
+            if sig.sources and found.height:
+                found = found.filter(pl.col("source").is_in(list(sig.sources)))
+            self.costs.setdefault(sig.id, SignatureCost(sig.id)).hits = found.height
+            if found.height:
+                seqs.append(found.get_column("seq"))
+                names.append(sig.id)
+                counts.append(found.height)
+        if not seqs:
+            return pl.DataFrame(schema={"seq": pl.Int64, "signature": pl.Utf8})
+        return pl.DataFrame({"seq": pl.concat(seqs).cast(pl.Int64),
+                             "signature": pl.Series(np.repeat(np.array(names, dtype=object), counts), dtype=pl.Utf8)})
+
+    # -- candidates ------------------------------------------------------------------------------
+
+    def literals(self, sig_id: str) -> Literals | None:
+        if sig_id not in self._literals:
+            self._literals[sig_id] = required(self.library.signatures[sig_id].condition)
+        return self._literals[sig_id]
+
+    def _candidates_pool(self, signatures: list[Signature]) -> pl.DataFrame | None:
+        """The lines any needed signature could match, found in one pass for all of them, with
+        one column per signature saying whether the line holds that signature's literals.
+        None when some signature requires no literal (then it runs over every line)."""
+        needed = self._closure([s.id for s in signatures])
+        found = {i: self.literals(i) for i in needed}
+        if any(r is None for r in found.values()):
+            return None
+        union = Literals()
+        for r in found.values():
+            union = union | r  # type: ignore[operator]
+        pool = self.frame.filter(union.mask(pl.col(TEXT)))
+        present = _present(pool.get_column(TEXT), union) if pool.height else (set(), set())
+        grouped = pool.select(pl.col("tb_group").is_not_null().any()).item() if pool.height else False
+        # Signatures none of whose literals occur in the pool have no candidates: no mask for them.
+        live = {i: r for i, r in found.items() if r is not None and _may_occur(r, present, grouped)}
+        self._masks = pool.select(r.mask(pl.col(TEXT)).alias(i) for i, r in live.items()) if live else None
+        return pool
+
+    def _closure(self, ids: list[str]) -> list[str]:
+        """The signatures and every signature their `within … of hit` refers to."""
+        out: list[str] = []
+        todo = list(ids)
+        while todo:
+            sig_id = todo.pop()
+            if sig_id in out or sig_id not in self.library.signatures:
+                continue
+            out.append(sig_id)
+            todo += [n.signature for n in walk(self.library.signatures[sig_id].condition) if isinstance(n, WithinHit)]
+        return out
+
+    # -- evaluation ------------------------------------------------------------------------------
+
+    def _batch(self, ids: list[str]) -> None:
+        """Signatures without `within … of hit`, all at once over their candidate lines, when
+        those are few: one polars pass instead of one per signature."""
+        simple = [i for i in ids if not any(isinstance(n, WithinHit) for n in walk(self.library.signatures[i].condition))]
+        for scope in ([i for i in simple if self.literals(i) is not None], [i for i in simple if self.literals(i) is None]):
+            frame = self._pool if scope and self.literals(scope[0]) is not None else self.frame
+            if not scope or frame is None or frame.height > self.batch_rows:
+                continue
+            compiler = PrefilterCompiler(self)
+            flags = frame.select("seq", "source", *[compiler.compile(self.library.signatures[i].condition)
+                                                     .fill_null(False).alias(i) for i in scope])
+            long = flags.unpivot(index=["seq", "source"], on=scope, variable_name="_sig", value_name="_hit")
+            found = dict(long.filter(pl.col("_hit")).select("_sig", "seq", "source")
+                         .partition_by("_sig", as_dict=True, include_key=False))
+            empty = flags.select("seq", "source").clear()
+            for sig_id in scope:
+                hit = found.get((sig_id,), empty)
+                self._rows[sig_id], self._found[sig_id] = hit.get_column("seq"), hit
+                cost = self.costs.setdefault(sig_id, SignatureCost(sig_id))
+                cost.candidates, cost.prefilter = frame.height, _describe(self.literals(sig_id))
+
+    def condition_rows(self, sig_id: str) -> pl.Series:
+        """The seq of every line where the signature's condition holds (its `sources` aside)."""
+        if sig_id in self._rows:
+            return self._rows[sig_id]
+        if sig_id in self._stack:
+            chain = " -> ".join([*self._stack, sig_id])
+            raise SignatureError(f"signatures refer to each other in a cycle: {chain}")
+        self._stack.append(sig_id)
+        try:
+            condition = self.library.signatures[sig_id].condition
+            others = {n.signature: self.condition_rows(n.signature) for n in walk(condition)
+                      if isinstance(n, WithinHit)}
+            started = self.clock()
+            frame = self._frame_for(sig_id, others)
+            if frame.height:
+                found = frame.filter(PrefilterCompiler(self).compile(condition).fill_null(False)).select("seq", "source")
+            else:  # no line holds the literals: nothing to evaluate
+                found = frame.select("seq", "source")
+            rows = found.get_column("seq")
+            cost = self.costs.setdefault(sig_id, SignatureCost(sig_id))
+            cost.seconds += self.clock() - started
+            cost.candidates = frame.height
+            literals = self.literals(sig_id)
+            cost.prefilter = _describe(literals)
+        finally:
+            self._stack.pop()
+        self._rows[sig_id], self._found[sig_id] = rows, found
+        return rows
+
+    def _frame_for(self, sig_id: str, others: dict[str, pl.Series]) -> pl.DataFrame:
+        """The candidate lines of one signature, with the hits of the signatures it refers to."""
+        literals = self.literals(sig_id)
+        if literals is None:
+            frame = self.frame
+        elif self._pool is not None:
+            if self._masks is None or sig_id not in self._masks.columns:
+                frame = self._pool.clear()
+            else:
+                frame = self._pool.gather(self._masks.get_column(sig_id).arg_true())
+        else:
+            frame = (self._pool if self._pool is not None else self.frame).filter(literals.mask(pl.col(TEXT)))
+        if not others:
+            return frame
+        hit_seqs = pl.concat(list(others.values())).unique()
+        if literals is not None:
+            extra = self.frame.filter(pl.col("seq").is_in(hit_seqs) & ~pl.col("seq").is_in(frame.get_column("seq")))
+            frame = pl.concat([frame, extra])
+        return frame.with_columns(pl.col("seq").is_in(rows).alias(_hit_column(other)) for other, rows in others.items())
+
+    def groups_passing(self, node: TracebackTest) -> pl.Series:
+        """The traceback groups in which some line passes the test."""
+        if node not in self._groups:
+            if self._traceback_lines is None:
+                self._traceback_lines = self.frame.filter(pl.col("tb_group").is_not_null()).select("tb_group", TEXT)
+            passing = self._traceback_lines.filter(text_expr(pl.col(TEXT), node.op, node.value))
+            self._groups[node] = passing.get_column("tb_group").unique()
+        return self._groups[node]
+
+    def first_milestones(self, phase: str) -> dict[str, object]:
+        if phase not in self._firsts:
+            firsts = self.frame.filter(pl.col("milestone") == phase).group_by("node").agg(pl.col("ts_order").min())
+            self._firsts[phase] = {n: t for n, t in firsts.iter_rows() if n is not None}
+        return self._firsts[phase]
+
+
+def profile(events: pl.DataFrame, library: Library) -> tuple[pl.DataFrame, float]:
+    """Per signature of every role: seconds spent evaluating it on its candidate lines, the
+    candidates, the hits and the prefilter; and the seconds of the shared literal pass. Each
+    signature is evaluated on its own (no batching), so its seconds are its own."""
+    matcher = Matcher(events, library, batch_rows=0)
+    matcher.hits(library.of_role(*Role))
+    rows = sorted(matcher.costs.values(), key=lambda c: (-c.seconds, c.signature))
+    table = pl.DataFrame(
+        {"signature": [c.signature for c in rows], "seconds": [c.seconds for c in rows],
+         "candidates": [c.candidates for c in rows], "hits": [c.hits for c in rows],
+         "prefilter": [c.prefilter for c in rows]},
+        schema={"signature": pl.Utf8, "seconds": pl.Float64, "candidates": pl.Int64, "hits": pl.Int64,
+                "prefilter": pl.Utf8},
+    )
+    return table, matcher.pool_seconds
+
+
+def _present(text: pl.Series, union: Literals) -> tuple[set[str], set[str]]:
+    """Which of the literals occur in these lines at all (the folded ones in lower case)."""
+    exact: set[str] = set()
+    folded: set[str] = set()
+    if union.exact:
+        exact = set(text.str.extract_many(sorted(union.exact), overlapping=True).explode().drop_nulls().unique())
+    if union.folded:
+        found = text.str.extract_many(sorted(union.folded), ascii_case_insensitive=True, overlapping=True)
+        folded = set(found.explode().drop_nulls().str.to_lowercase().unique())
+    return exact, folded
+
+
+def _may_occur(literals: Literals, present: tuple[set[str], set[str]], grouped: bool) -> bool:
+    exact, folded = present
+    return bool(literals.exact & exact or {f.lower() for f in literals.folded} & folded
+                or (literals.in_traceback and grouped))
+
+
+def _describe(literals: Literals | None) -> str:
+    if literals is None:
+        return "every line"
+    parts = [repr(s) for s in sorted(literals.exact)[:3]] + [f"i{s!r}" for s in sorted(literals.folded)[:3]]
+    more = len(literals.strings) - len(parts)
+    text = " | ".join(parts) + (f" | … {more} more" if more > 0 else "")
+    if literals.in_traceback:
+        text = (text + " | " if text else "") + "traceback lines"
+    return text
 
 
 def _with_captures(hits: pl.DataFrame, events: pl.DataFrame, signatures: list[Signature]) -> pl.DataFrame:

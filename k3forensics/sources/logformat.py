@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from k3forensics.sources.base import UTC_US
@@ -86,12 +87,18 @@ def normalise_level(expr: pl.Expr) -> pl.Expr:
 
 
 def attrs_json(**fields: pl.Expr) -> pl.Expr:
-    """A JSON object of the non-null named fields (null when all are null)."""
-    struct = pl.struct([expr.alias(name) for name, expr in fields.items()])
-    encoded = struct.struct.json_encode()
-    # Drop null members so attrs stay small and readable.
-    cleaned = encoded.str.replace_all(r'"[^"]+":null,?', "").str.replace(r",\}$", "}")
-    return pl.when(cleaned == "{}").then(None).otherwise(cleaned)
+    """A JSON object of the non-null named fields (null when all are null).
+
+    Each member is encoded on its own (`"name":value`, JSON escaping by polars) and the
+    non-null ones are joined: null members never get written, so no pass over the text
+    has to remove them again (that cleanup regex cost more than all the parsing).
+    """
+    members = [
+        pl.when(expr.is_not_null()).then(pl.struct(expr.alias(name)).struct.json_encode().str.head(-1).str.tail(-1))
+        for name, expr in fields.items()
+    ]
+    joined = pl.concat_str(members, separator=",", ignore_nulls=True)
+    return pl.when(joined == "").then(None).otherwise(pl.concat_str([pl.lit("{"), joined, pl.lit("}")]))
 
 
 def apply_formats(rest: pl.Expr, formats: Sequence[LineFormat]) -> list[pl.Expr]:
@@ -126,3 +133,52 @@ def apply_formats(rest: pl.Expr, formats: Sequence[LineFormat]) -> list[pl.Expr]
     out.append(which.replace_strict(list(range(len(names))), names, default=None).alias("format"))
     return out
 
+
+
+def formats_frame(rest: pl.Series, formats: Sequence[LineFormat]) -> pl.DataFrame:
+    """The columns of `apply_formats` (FIELDS + `format`) for a column of texts, computed
+    format by format on the rows no earlier format took.
+
+    Same values as `apply_formats`, at a fraction of the cost: each regex runs only on the
+    rows still unmatched that contain the format's literal prefilter, and each format's
+    field builders (JSON attributes, dates) run only on the rows it matched.
+    """
+    n = rest.len()
+    pending = np.arange(n, dtype=np.int64)   # row numbers not matched yet, in order
+    parts: list[pl.DataFrame] = []
+    for fmt in formats:
+        if pending.size == 0:
+            break
+        texts = rest.gather(pending)
+        if fmt.prefilter:
+            keep = texts.str.contains(fmt.prefilter, literal=True).fill_null(False).to_numpy()
+            candidates, texts = pending[keep], texts.filter(pl.Series(keep))
+        else:
+            candidates = pending
+        matched = texts.str.contains(fmt.pattern).fill_null(False).to_numpy()
+        if not matched.any():
+            continue
+        rows = candidates[matched]
+        parts.append(_build_fields(texts.filter(pl.Series(matched)), fmt, rows))
+        pending = np.setdiff1d(pending, rows, assume_unique=True)
+    parts.append(_build_fields(None, None, pending))
+    out = pl.concat(parts, how="vertical")
+    if len(parts) > 1:
+        out = out.sort("_row")
+    return out.drop("_row")
+
+
+def _build_fields(texts: pl.Series | None, fmt: LineFormat | None, rows: np.ndarray) -> pl.DataFrame:
+    """FIELDS + format for the rows one format matched (or, with no format, all-null rows)."""
+    exprs: list[pl.Expr] = []
+    fields: dict[str, pl.Expr] = {}
+    frame = pl.DataFrame({"_row": pl.Series(rows, dtype=pl.Int64)})
+    if fmt is not None and texts is not None:
+        # Captured once; the builders read fields of this struct column.
+        frame = frame.with_columns(texts.str.extract_groups("(?P<_m>)" + fmt.pattern).alias("_g"))
+        fields = {"source": pl.lit(fmt.source)} | fmt.build(pl.col("_g"))
+    for name in FIELDS:
+        dtype = UTC_US if name == "ts" else pl.Utf8
+        exprs.append((fields[name] if name in fields else pl.lit(None, dtype)).cast(dtype).alias(name))
+    exprs.append(pl.lit(fmt.name if fmt else None, pl.Utf8).alias("format"))
+    return frame.select("_row", *exprs)

@@ -6,7 +6,7 @@ import polars as pl
 
 from k3forensics.sources import generic, kernel, nccl, pytorch, traceback, vllm
 from k3forensics.sources.base import UTC_US, ParseContext, ParseResult
-from k3forensics.sources.logformat import PROCESS_PREFIX, LineFormat, apply_formats
+from k3forensics.sources.logformat import PROCESS_PREFIX, LineFormat, apply_formats, formats_frame
 
 # Order matters: the first format that matches a line wins. Anchored, specific shapes
 # first; NCCL is unanchored (it hides behind other prefixes); generic dated lines last.
@@ -20,10 +20,48 @@ LOG_FORMATS: list[LineFormat] = [
 ]
 
 
+# Every process prefix holds this literal: lines without it skip the prefix regex.
+_PREFIX_LITERAL = " pid="
+
+
 def parse_log(lines: pl.DataFrame, ctx: ParseContext, formats: list[LineFormat] | None = None) -> ParseResult:
     """Parse a LINE_SCHEMA frame of one log file into events (same height, same order)."""
-    events = parse_log_lazy(lines.lazy(), formats or LOG_FORMATS).collect()
+    events = traceback.annotate(parse_log_frame(lines, formats or LOG_FORMATS).lazy()).collect()
     return ParseResult(events=events)
+
+
+def parse_log_frame(lines: pl.DataFrame, formats: list[LineFormat]) -> pl.DataFrame:
+    """`parse_log_lazy` without the traceback annotation, computed eagerly: the process prefix
+    only on lines that can hold one, each format only on the lines no earlier one took."""
+    text = lines.get_column("text").fill_null("")
+    has_prefix = text.str.contains(_PREFIX_LITERAL, literal=True).fill_null(False)
+    process = pl.Series("process", [None] * text.len(), pl.Utf8)
+    pid = pl.Series("pid", [None] * text.len(), pl.Int64)
+    rest = text
+    if has_prefix.any():
+        rows = has_prefix.arg_true()
+        prefixed = pl.DataFrame({"t": text.gather(rows)}).select(
+            pl.col("t").str.extract_groups(PROCESS_PREFIX).alias("g"),
+            pl.col("t").str.replace(PROCESS_PREFIX, "").alias("rest"),
+        )
+        groups = prefixed.get_column("g")
+        process = process.scatter(rows, groups.struct.field("proc").str.strip_chars())
+        pid = pid.scatter(rows, groups.struct.field("pid").cast(pl.Int64))
+        rest = rest.scatter(rows, prefixed.get_column("rest"))
+    fields = formats_frame(rest, formats)
+    parsed = lines.with_columns(process, pid, rest.alias("_rest")).hstack(fields).with_columns(
+        (pl.col("format").is_not_null() | pl.col("process").is_not_null()).alias("parsed"),
+        pl.col("source").fill_null(generic.NAME),
+        pl.coalesce(pl.col("message"), pl.col("_rest")).alias("message"),
+        pl.col("ts_quality").fill_null("missing"),
+    )
+    # The container envelope's time is when the line was written: it beats the inner one.
+    return parsed.with_columns(
+        pl.when(pl.col("outer_ts").is_not_null()).then(pl.col("ts")).otherwise(None).alias("inner_ts"),
+        pl.coalesce(pl.col("outer_ts"), pl.col("ts")).cast(UTC_US).alias("ts"),
+        pl.when(pl.col("outer_ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.col("ts_quality"))
+        .alias("ts_quality"),
+    ).drop("_rest")
 
 
 def parse_log_lazy(lines: pl.LazyFrame, formats: list[LineFormat]) -> pl.LazyFrame:

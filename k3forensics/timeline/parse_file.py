@@ -1,19 +1,30 @@
-"""One bundle file → events (+ samples, facts) with the columns of the timeline."""
+"""One bundle file → events (+ samples, facts) with the columns of the timeline.
+
+Log files are read in chunks cut on line ends (`FileReader.chunks`), so a file of any size is
+parsed with about one chunk in memory; what spans chunks (traceback groups) is carried over.
+Document files (nvidia-smi, metrics, kubectl, …) have one structure per file and are parsed
+whole, as are small files (one chunk).
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import ModuleType
 
 import polars as pl
 
 from k3forensics.bundle import BundleFile
-from k3forensics.decode import DecodedFile, decode_file
+from k3forensics.decode import DecodedFile, iter_decoded_chunks
 from k3forensics.sources import container, detect_document, detect_log
 from k3forensics.sources.base import FACT_SCHEMA, SAMPLE_SCHEMA, UTC_US, ParseContext, ParseResult
-from k3forensics.sources.logs import parse_log
-from k3forensics.text import strip_ansi
+from k3forensics.sources.logs import LOG_FORMATS, parse_log_frame
+from k3forensics.text import LOST_ESC_PATTERN, strip_ansi
+from k3forensics.timeline.tracebacks import FileTracebacks
 
 HEAD_BYTES = 8192
+CHUNK_BYTES = 64 << 20  # log files are parsed this many bytes at a time
 
 # Every events frame is brought to these columns before the bundle is put together.
 FRAME_COLUMNS: dict[str, pl.DataType] = {
@@ -23,6 +34,18 @@ FRAME_COLUMNS: dict[str, pl.DataType] = {
     "attrs": pl.Utf8(), "tb_group": pl.Int64(), "tb_final": pl.Boolean(), "exception": pl.Utf8(),
     "stream": pl.Utf8(),
 }
+
+
+@dataclass
+class FileInfo:
+    """What the files manifest needs of one file, complete once its chunks are read."""
+
+    file: str
+    detected_type: str = "generic"
+    envelope: str | None = None
+    decoded: DecodedFile | None = None     # the last chunk: hash, size, encoding, problems
+    warnings: list[str] = field(default_factory=list)
+    sources: Counter[str] = field(default_factory=Counter)  # parsed log lines per named source
 
 
 @dataclass
@@ -37,6 +60,13 @@ class ParsedFile:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass
+class ParsedChunk:
+    events: pl.DataFrame                   # FRAME_COLUMNS; tb_final provisional (see FileReader.tracebacks)
+    samples: pl.DataFrame | None = None
+    facts: pl.DataFrame | None = None
+
+
 def head_of(lines: pl.DataFrame, column: str = "text") -> str:
     """The first few KiB of a file's text, for detection."""
     out: list[str] = []
@@ -49,37 +79,136 @@ def head_of(lines: pl.DataFrame, column: str = "text") -> str:
     return "\n".join(out)[:HEAD_BYTES]
 
 
+def _head_complete(frames: list[pl.DataFrame]) -> bool:
+    """Do these first lines of a file hold all `head_of` reads (400 lines or HEAD_BYTES)?"""
+    lines = sum(f.height for f in frames)
+    if lines >= 400:
+        return True
+    chars = sum(int(f.get_column("text").fill_null("").str.len_chars().sum()) + f.height for f in frames)
+    return chars >= HEAD_BYTES
+
+
+def text_of(line: pl.Series) -> pl.Series:
+    """`strip_ansi(line)`, running the two replacement regexes only on lines that hold an
+    escape sequence or one of its remnants (most log lines hold neither). Every alternative of
+    ANSI_PATTERN starts with ESC or `^[[`; LOST_ESC_PATTERN is checked as it stands."""
+    marked = line.str.contains_any(["\x1b", "^[["]) | line.str.contains(LOST_ESC_PATTERN)
+    rows = marked.fill_null(False).arg_true()
+    if rows.len() == 0:
+        return line.alias("text")
+    stripped = pl.DataFrame({"t": line.gather(rows)}).select(strip_ansi(pl.col("t"))).to_series()
+    return line.scatter(rows, stripped).alias("text")
+
+
+class FileReader:
+    """Parses one file: `chunks()` yields its events chunk by chunk; `info` is complete after."""
+
+    def __init__(self, bf: BundleFile, node: str, chunk_bytes: int = CHUNK_BYTES):
+        self.bf, self.node, self.chunk_bytes = bf, node, chunk_bytes
+        self.info = FileInfo(bf.rel_path)
+        self.tracebacks = FileTracebacks(bf.rel_path)
+        self.ctx = ParseContext(file=bf.rel_path, node=node, file_mtime=bf.mtime)
+        self._envelope_pending = True
+        self._raw_head: list[pl.DataFrame] = []
+        self._head = ""
+
+    def chunks(self) -> Iterator[ParsedChunk]:
+        raw: list[pl.DataFrame] = []       # lines read before the envelope is known
+        inner: list[pl.DataFrame] = []     # unwrapped lines read before the file type is known
+        document: ModuleType | None = None
+        decided = False
+        pending: list[pl.DataFrame] = []   # a document's lines, parsed once all are read
+        for decoded in iter_decoded_chunks(self.bf, chunk_bytes=self.chunk_bytes):
+            self.info.decoded = decoded
+            if decoded.lines.height:
+                raw.append(self._lines(decoded.lines))
+            if not decided:
+                # Detection reads the head of the file (as the whole-file reading does), which
+                # a small chunk may not hold yet.
+                inner, decided, document = self._detect(raw, inner, final=bool(decoded.sha256))
+                raw = []
+                if not decided:
+                    continue
+                ready, inner = inner, []
+            else:
+                ready, raw = [self._unwrap(r) for r in raw], []
+            for lines in ready:
+                if document is not None:
+                    pending.append(lines)
+                else:
+                    yield self._log_chunk(lines)
+        decoded = self.info.decoded
+        assert decoded is not None, "iter_decoded_chunks yields at least one chunk"
+        if document is not None:
+            yield self._document(document, pl.concat(pending) if len(pending) > 1 else pending[0])
+        else:
+            named = self.info.sources.most_common()
+            top = [name for name, count in named if count == named[0][1]] if named else []
+            self.info.detected_type = min(top) if top else detect_log(self._head)
+        if decoded.binary:
+            self.info.detected_type = "binary"
+        self.info.warnings = list(decoded.problems) + self.info.warnings
+
+    def _detect(self, raw: list[pl.DataFrame], inner: list[pl.DataFrame],
+                final: bool) -> tuple[list[pl.DataFrame], bool, ModuleType | None]:
+        """Envelope, then document type, once the head of the file is read (or the file is)."""
+        if self._envelope_pending:
+            self._raw_head += raw
+            if not (final or _head_complete(self._raw_head)):
+                return inner, False, None
+            if self._raw_head:
+                self.info.envelope = container.envelope_kind(head_of(pl.concat(self._raw_head)))
+            raw, self._raw_head, self._envelope_pending = self._raw_head, [], False
+        inner = inner + [self._unwrap(r) for r in raw]
+        if not (final or _head_complete(inner)):
+            return inner, False, None
+        self._head = head_of(pl.concat(inner)) if inner else ""
+        return inner, True, detect_document(self._head) if self._head else None
+
+    def _lines(self, decoded: pl.DataFrame) -> pl.DataFrame:
+        return decoded.with_columns(
+            text_of(decoded.get_column("line")),
+            pl.lit(None, UTC_US).alias("outer_ts"),
+            pl.lit(None, pl.Utf8).alias("stream"),
+        )
+
+    def _unwrap(self, lines: pl.DataFrame) -> pl.DataFrame:
+        return container.unwrap(lines, self.info.envelope) if self.info.envelope else lines
+
+    def _log_chunk(self, lines: pl.DataFrame) -> ParsedChunk:
+        events = parse_log_frame(lines, LOG_FORMATS)
+        events = self.tracebacks.annotate(events)
+        named = events.filter(pl.col("parsed") & (pl.col("source") != "generic")).get_column("source")
+        self.info.sources.update(dict(named.value_counts().iter_rows()))
+        return ParsedChunk(conform(events, lines))
+
+    def _document(self, document: ModuleType, lines: pl.DataFrame) -> ParsedChunk:
+        result: ParseResult = document.parse(lines, self.ctx)
+        self.info.detected_type = str(document.NAME)
+        self.info.warnings += [f"{self.bf.rel_path}: {w}" for w in result.warnings]
+        return ParsedChunk(
+            conform(result.events, lines),
+            _frame_or_empty(result.samples, SAMPLE_SCHEMA),
+            _frame_or_empty(result.facts, FACT_SCHEMA),
+        )
+
+
 def parse_file(bf: BundleFile, node: str) -> ParsedFile:
-    decoded = decode_file(bf)
-    lines = decoded.lines.with_columns(
-        strip_ansi(pl.col("line")).alias("text"),
-        pl.lit(None, UTC_US).alias("outer_ts"),
-        pl.lit(None, pl.Utf8).alias("stream"),
-    )
-    envelope = container.envelope_kind(head_of(lines)) if lines.height else None
-    if envelope:
-        lines = container.unwrap(lines, envelope)
-    ctx = ParseContext(file=bf.rel_path, node=node, file_mtime=bf.mtime)
-    head = head_of(lines) if lines.height else ""
-    document = detect_document(head) if head else None
-    if document is not None:
-        result: ParseResult = document.parse(lines, ctx)
-        detected = str(document.NAME)
-    else:
-        result = parse_log(lines, ctx)
-        detected = _dominant_source(result.events) or detect_log(head)
-    if decoded.binary:
-        detected = "binary"
-    events = conform(result.events, lines)
+    """A whole file at once (tests and small tools; ingest reads big files chunk by chunk)."""
+    reader = FileReader(bf, node, chunk_bytes=max(bf.size, 1))
+    chunks = list(reader.chunks())
+    events = pl.concat([c.events for c in chunks]) if chunks else pl.DataFrame(schema=FRAME_COLUMNS)
+    events = events.with_columns(reader.tracebacks.final_flags(events).alias("tb_final"))
+    decoded = reader.info.decoded
+    assert decoded is not None
+    samples = [c.samples for c in chunks if c.samples is not None]
+    facts = [c.facts for c in chunks if c.facts is not None]
     return ParsedFile(
-        file=bf.rel_path,
-        events=events,
-        samples=_frame_or_empty(result.samples, SAMPLE_SCHEMA),
-        facts=_frame_or_empty(result.facts, FACT_SCHEMA),
-        detected_type=detected,
-        envelope=envelope,
-        decoded=decoded,
-        warnings=list(decoded.problems) + [f"{bf.rel_path}: {w}" for w in result.warnings],
+        file=bf.rel_path, events=events,
+        samples=samples[0] if samples else pl.DataFrame(schema=SAMPLE_SCHEMA),
+        facts=facts[0] if facts else pl.DataFrame(schema=FACT_SCHEMA),
+        detected_type=reader.info.detected_type, envelope=reader.info.envelope, decoded=decoded,
+        warnings=reader.info.warnings,
     )
 
 
@@ -95,13 +224,6 @@ def conform(events: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
         for name, dtype in FRAME_COLUMNS.items()
     ]
     return events.select(exprs).with_columns(pl.col("tb_final").fill_null(False), pl.col("parsed").fill_null(False))
-
-
-def _dominant_source(events: pl.DataFrame) -> str | None:
-    named = events.filter(pl.col("parsed") & (pl.col("source") != "generic"))
-    if named.height == 0:
-        return None
-    return str(named.get_column("source").mode().sort().first())
 
 
 def _frame_or_empty(frame: pl.DataFrame | None, schema: dict[str, pl.DataType]) -> pl.DataFrame:

@@ -8,6 +8,8 @@ milestone timeline at their time (or the whole bundle's, when the node has none)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 
 from k3forensics.library.loader import Library
@@ -31,7 +33,7 @@ def milestone_column(events: pl.DataFrame, library: Library) -> pl.DataFrame:
         ).with_columns(pl.col("milestone").replace_strict(rank, default=-1).alias("_rank"))
         # One line may match several milestones: keep the latest phase.
         table = table.sort("seq", "_rank").group_by("seq").agg(pl.col("milestone").last(), pl.col("step").last())
-        return events.join(table, on="seq", how="left")
+        return events.join(table, on="seq", how="left", maintain_order="left")
     return events.with_columns(pl.lit(None, pl.Utf8).alias("milestone"), pl.lit(None, pl.Utf8).alias("step"))
 
 
@@ -52,19 +54,50 @@ def assign_phases(events: pl.DataFrame) -> pl.DataFrame:
     out = events.with_columns(
         pl.when(has_own).then(in_file.fill_null(FIRST_PHASE)).otherwise(None).alias("phase")
     ).drop("_run", "_mrank")
+    return finish_phases(out, milestone_map(out))
+
+
+@dataclass(frozen=True)
+class MilestoneMap:
+    """The bundle-level part of phase assignment: small tables built from the milestone lines."""
+
+    timeline: pl.DataFrame      # node, ts_order, _node_phase: milestones with a time, in time order
+    files: frozenset[str]       # files with milestones of their own
+    heads: pl.DataFrame         # ts_order, _node_phase: api_ready and later on nodes a headless node follows
+    never_ready: frozenset[str]  # nodes whose own milestones never reach api_ready
+
+
+def milestone_map(milestones: pl.DataFrame) -> MilestoneMap:
+    """From the milestone lines (file, node, ts_order, milestone; any order of seq kept)."""
+    rows = milestones.filter(pl.col("milestone").is_not_null())
     timeline = (
-        out.filter(pl.col("milestone").is_not_null() & pl.col("ts_order").is_not_null())
+        rows.filter(pl.col("ts_order").is_not_null())
         .select("node", "ts_order", pl.col("milestone").alias("_node_phase"))
         .sort("ts_order")
     )
-    if timeline.height == 0:
-        return out.with_columns(pl.col("phase").fill_null(FIRST_PHASE))
-    out = _follow_head_node(out, timeline)
+    rank = {p: i for i, p in enumerate(PHASES)}
+    top = rows.group_by("node").agg(
+        pl.col("milestone").replace_strict(rank, default=None, return_dtype=pl.Int32).max()
+    )
+    never_ready = frozenset(n for n, r in top.iter_rows() if r is not None and r < READY_RANK)
+    # A headless node follows the head once its own start-up reached engine_init (module doc).
+    followers = set(timeline.filter((pl.col("_node_phase") == PHASES[ENGINE_RANK])
+                                    & pl.col("node").is_in(list(never_ready))).get_column("node").to_list())
+    ready = timeline.filter(pl.col("_node_phase").is_in(PHASES[READY_RANK:]))
+    heads = ready.filter(~pl.col("node").is_in(list(followers))).drop("node") if followers else ready.clear().drop("node")
+    return MilestoneMap(timeline, frozenset(rows.get_column("file").to_list()), heads, never_ready)
+
+
+def finish_phases(events: pl.DataFrame, phases: MilestoneMap) -> pl.DataFrame:
+    """Phases of lines whose file has no milestones (and of headless nodes), from the map."""
+    if phases.timeline.height == 0:
+        return events.with_columns(pl.col("phase").fill_null(FIRST_PHASE))
+    out = _follow_head_node(events, phases)
     orphans = out.filter(pl.col("phase").is_null())
     if orphans.height == 0:
         return out
-    by_node = _asof(orphans, timeline, by="node")
-    anywhere = _asof(orphans, timeline.drop("node"), by=None)
+    by_node = _asof(orphans, phases.timeline, by="node")
+    anywhere = _asof(orphans, phases.timeline.drop("node"), by=None)
     filled = orphans.select("seq").with_columns(
         pl.coalesce(by_node["_node_phase"], anywhere["_node_phase"], pl.lit(FIRST_PHASE)).alias("_phase")
     )
@@ -85,22 +118,40 @@ READY_RANK = PHASES.index("api_ready")
 ENGINE_RANK = PHASES.index("engine_init")
 
 
-def _follow_head_node(events: pl.DataFrame, timeline: pl.DataFrame) -> pl.DataFrame:
+def _follow_head_node(events: pl.DataFrame, phases: MilestoneMap) -> pl.DataFrame:
     """A headless engine node (a pipeline or data-parallel peer) never prints api_ready:
     once its own start-up is done (engine_init), it serves when the head node does."""
-    ready = timeline.filter(pl.col("_node_phase").is_in(PHASES[READY_RANK:]))
-    if ready.height == 0:
+    if phases.heads.height == 0:
         return events
-    rank = {p: i for i, p in enumerate(PHASES)}
-    phase_rank = pl.col("phase").replace_strict(rank, default=-1, return_dtype=pl.Int32)
-    never_ready = phase_rank.max().over("node") < READY_RANK
-    candidates = events.filter((phase_rank == ENGINE_RANK) & never_ready & pl.col("ts_order").is_not_null())
+    candidates = events.filter((pl.col("phase") == PHASES[ENGINE_RANK]) & pl.col("node").is_in(list(phases.never_ready))
+                               & pl.col("ts_order").is_not_null())
     if candidates.height == 0:
         return events
-    heads = ready.filter(~pl.col("node").is_in(candidates.get_column("node").unique().implode()))
-    if heads.height == 0:
-        return events
-    head = _asof(candidates, heads.drop("node"), by=None).select("seq", pl.col("_node_phase").alias("_head"))
+    head = _asof(candidates, phases.heads, by=None).select("seq", pl.col("_node_phase").alias("_head"))
     return events.join(head, on="seq", how="left").with_columns(
         pl.coalesce("_head", "phase").alias("phase")
     ).drop("_head")
+
+
+@dataclass
+class FilePhases:
+    """In-file phases of one file read in chunks: the phase reached so far in the current run."""
+
+    reached: int | None = None
+
+    def in_file(self, events: pl.DataFrame, own: bool) -> pl.DataFrame:
+        """Add `phase` as `assign_phases` does before the bundle-level steps (null when the
+        file has no milestones of its own)."""
+        if not own:
+            return events.with_columns(pl.lit(None, pl.Utf8).alias("phase"))
+        rank = {p: i for i, p in enumerate(PHASES)}
+        local = (pl.col("milestone") == FIRST_PHASE).fill_null(False).cum_sum()
+        mrank = pl.col("milestone").replace_strict(rank, default=None, return_dtype=pl.Int32)
+        frame = events.with_columns(local.alias("_run"), mrank.alias("_mrank"))
+        reached = pl.col("_mrank").forward_fill().cum_max().over("_run")
+        carried = pl.max_horizontal(reached, pl.lit(self.reached, pl.Int32))
+        frame = frame.with_columns(pl.when(pl.col("_run") == 0).then(carried).otherwise(reached).alias("_reached"))
+        if frame.height:
+            self.reached = frame.get_column("_reached")[-1]
+        in_file = pl.col("_reached").replace_strict(dict(enumerate(PHASES)), default=None, return_dtype=pl.Utf8)
+        return frame.with_columns(in_file.fill_null(FIRST_PHASE).alias("phase")).drop("_run", "_mrank", "_reached")

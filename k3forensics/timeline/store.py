@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
 import polars as pl
 
 from k3forensics.errors import DatabaseError, Location
 from k3forensics.timeline.schema import DDL, EVENT_COLUMNS, SCHEMA_VERSION
+
+if TYPE_CHECKING:  # duckdb is imported where a database is opened: `triage BUNDLE` never needs it
+    import duckdb
 
 SAMPLE_COLUMNS = ["node", "file", "line_no", "metric", "labels", "ts", "value"]
 FACT_COLUMNS = ["node", "file", "line_no", "key", "value"]
@@ -19,25 +22,55 @@ def write_timeline(db: Path, *, events: pl.DataFrame, samples: pl.DataFrame, fac
                    files: pl.DataFrame, nodes: pl.DataFrame, warnings: pl.DataFrame,
                    meta: dict[str, str]) -> None:
     """Write a fresh database next to `db`, then move it into place (no half-written file)."""
-    tmp = db.with_name(db.name + ".tmp")
-    for stale in (tmp, Path(str(tmp) + ".wal")):
-        stale.unlink(missing_ok=True)
-    con = duckdb.connect(str(tmp))
-    try:
+    with TimelineWriter(db) as writer:
+        writer.add_events(events)
+        writer.finish(samples=samples, facts=facts, files=files, nodes=nodes, warnings=warnings, meta=meta)
+
+
+class TimelineWriter:
+    """A timeline database written in steps: events chunk by chunk, then the small tables.
+
+    Written to `DB.tmp` and moved into place by `finish`; leaving the `with` block without
+    `finish` (an error) removes the half-written file.
+    """
+
+    def __init__(self, db: Path):
+        self.db = db
+        self.tmp = db.with_name(db.name + ".tmp")
+        for stale in (self.tmp, Path(str(self.tmp) + ".wal")):
+            stale.unlink(missing_ok=True)
+        import duckdb
+
+        self.con = duckdb.connect(str(self.tmp))
+        self.done = False
         for statement in DDL:
-            con.execute(statement)
-        con.executemany("INSERT INTO meta VALUES (?, ?)",
-                        [("schema_version", str(SCHEMA_VERSION)), *sorted(meta.items())])
-        _insert(con, "events", events.select(EVENT_COLUMNS))
-        _insert(con, "samples", samples.select(SAMPLE_COLUMNS))
-        _insert(con, "facts", facts.select(FACT_COLUMNS))
-        _insert(con, "files", files)
-        _insert(con, "nodes", nodes)
-        _insert(con, "warnings", warnings)
-        con.execute("CHECKPOINT")
-    finally:
-        con.close()
-    os.replace(tmp, db)
+            self.con.execute(statement)
+
+    def __enter__(self) -> TimelineWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.con.close()
+        if self.done:
+            os.replace(self.tmp, self.db)
+        else:
+            for stale in (self.tmp, Path(str(self.tmp) + ".wal")):
+                stale.unlink(missing_ok=True)
+
+    def add_events(self, events: pl.DataFrame) -> None:
+        _insert(self.con, "events", events.select(EVENT_COLUMNS))
+
+    def finish(self, *, samples: pl.DataFrame, facts: pl.DataFrame, files: pl.DataFrame, nodes: pl.DataFrame,
+               warnings: pl.DataFrame, meta: dict[str, str]) -> None:
+        self.con.executemany("INSERT INTO meta VALUES (?, ?)",
+                             [("schema_version", str(SCHEMA_VERSION)), *sorted(meta.items())])
+        _insert(self.con, "samples", samples.select(SAMPLE_COLUMNS))
+        _insert(self.con, "facts", facts.select(FACT_COLUMNS))
+        _insert(self.con, "files", files)
+        _insert(self.con, "nodes", nodes)
+        _insert(self.con, "warnings", warnings)
+        self.con.execute("CHECKPOINT")
+        self.done = True
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
@@ -50,6 +83,8 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> 
 
 def open_timeline(db: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     """Open a database written by `ingest`; a wrong file or version is a clear error."""
+    import duckdb
+
     if not db.is_file():
         raise DatabaseError("no such timeline database", Location(str(db)), "run `k3forensics ingest BUNDLE --db FILE`")
     try:

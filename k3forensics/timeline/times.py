@@ -7,13 +7,35 @@ zone is taken as UTC (containers log in UTC unless told otherwise). Both are mar
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import numpy as np
 import polars as pl
 
 from k3forensics.sources.base import UTC_US
 
 PLACEHOLDER_YEAR = 2000  # see sources.logformat.yearless
+
+
+DATED = ("exact", "zoneless")
+
+
+def in_year(expr: pl.Expr, year: pl.Expr) -> pl.Expr:
+    return pl.datetime(year, expr.dt.month(), expr.dt.day(), expr.dt.hour(), expr.dt.minute(),
+                       expr.dt.second(), expr.dt.microsecond(), time_zone="UTC")
+
+
+def _first_year(first: pl.Expr, reference: datetime) -> pl.Expr:
+    """The year that puts a file's first year-less time nearest the reference instant."""
+    ref = pl.lit(reference).cast(UTC_US)
+    candidates = [in_year(first, pl.lit(reference.year + d)) for d in (-1, 0, 1)]
+    distance = [(c - ref).abs() for c in candidates]
+    return (
+        pl.when(distance[0] < pl.min_horizontal(distance[1], distance[2])).then(pl.lit(reference.year - 1))
+        .when(distance[2] < distance[1]).then(pl.lit(reference.year + 1))
+        .otherwise(pl.lit(reference.year))
+    )
 
 
 def reference_instant(events: pl.DataFrame, hint: datetime | None = None) -> datetime:
@@ -43,20 +65,7 @@ def resolve_times(events: pl.DataFrame, reference: datetime) -> pl.DataFrame:
     wrapped = (yearless & (month < prev_month - 6)).fill_null(False).cast(pl.Int32)
     wraps_so_far = wrapped.cum_sum().over("file", order_by="line_no")
     first = pl.when(yearless).then(ts).otherwise(None).drop_nulls().first().over("file")
-    ref = pl.lit(reference).cast(UTC_US)
-
-    def in_year(expr: pl.Expr, year: pl.Expr) -> pl.Expr:
-        return pl.datetime(year, expr.dt.month(), expr.dt.day(), expr.dt.hour(), expr.dt.minute(),
-                           expr.dt.second(), expr.dt.microsecond(), time_zone="UTC")
-
-    candidates = [in_year(first, pl.lit(reference.year + d)) for d in (-1, 0, 1)]
-    distance = [(c - ref).abs() for c in candidates]
-    first_year = (
-        pl.when(distance[0] < pl.min_horizontal(distance[1], distance[2])).then(pl.lit(reference.year - 1))
-        .when(distance[2] < distance[1]).then(pl.lit(reference.year + 1))
-        .otherwise(pl.lit(reference.year))
-    )
-    rebuilt = in_year(ts, first_year + wraps_so_far)
+    rebuilt = in_year(ts, _first_year(first, reference) + wraps_so_far)
     out = events.with_columns(
         pl.when(yearless).then(rebuilt).otherwise(ts).cast(UTC_US).alias("ts"),
         pl.when(pl.col("ts_quality").is_in(["yearless", "zoneless"])).then(pl.lit("inferred"))
@@ -65,3 +74,120 @@ def resolve_times(events: pl.DataFrame, reference: datetime) -> pl.DataFrame:
     return out.with_columns(
         pl.col("ts").forward_fill().backward_fill().over("file", order_by="line_no").alias("ts_order"),
     )
+
+
+# -- the same rules over a file read in chunks ------------------------------------------------------
+#
+# Pass 1 (`FileClock.observe`, while parsing) numbers each line's New Year crossings (`_wraps`),
+# collects the dated times for the reference instant and remembers the file's first times.
+# Pass 2 (`FileClock.resolve`, once the reference is known) rebuilds the year-less times and
+# forward-fills `ts_order`, carrying the last time from one chunk to the next.
+
+_YEARLESS = pl.col("ts_quality") == "yearless"
+_MONTH = pl.when(_YEARLESS).then(pl.col("ts").dt.month()).otherwise(None)
+
+
+@dataclass
+class Stamp:
+    """A raw (pass-1) time with what resolving it needs."""
+
+    ts: datetime
+    yearless: bool
+    wraps: int
+
+
+@dataclass
+class FileClock:
+    """Time inference state of one file, fed its chunks in order (pass 1, then pass 2)."""
+
+    last_month: int | None = None
+    wraps: int = 0
+    first_yearless: datetime | None = None   # raw, placeholder year
+    first_stamp: Stamp | None = None         # the first line with a time: leading lines take it
+    last_stamp: Stamp | None = None          # carried forward to the next chunk's first lines
+    dated: list[np.ndarray] = field(default_factory=list)  # exact/zoneless times, µs since epoch
+    year: int | None = None                  # of the first year-less line, once the reference is known
+    carried: datetime | None = None          # pass 2: the last resolved time so far
+
+    def observe(self, events: pl.DataFrame) -> tuple[pl.DataFrame, Stamp | None]:
+        """Pass 1: add `_wraps` (New Year crossings so far) and note the file's times. Also
+        returns the last time before this chunk (for `stamps_before`)."""
+        before = self.last_stamp
+        prev = _MONTH.forward_fill().shift(1)
+        if self.last_month is not None:
+            prev = prev.fill_null(self.last_month)
+        wrapped = (_YEARLESS & (_MONTH < prev - 6)).fill_null(False).cast(pl.Int32)
+        out = events.with_columns((wrapped.cum_sum() + self.wraps).cast(pl.Int32).alias("_wraps"))
+        timed = out.filter(pl.col("ts").is_not_null()).select("ts", "ts_quality", "_wraps")
+        if timed.height:
+            self._note(timed)
+        return out, before
+
+    def _note(self, timed: pl.DataFrame) -> None:
+        yearless = timed.filter(pl.col("ts_quality") == "yearless")
+        if yearless.height:
+            if self.first_yearless is None:
+                self.first_yearless = yearless.get_column("ts")[0]
+            self.last_month = yearless.get_column("ts").dt.month()[-1]
+            self.wraps = int(timed.get_column("_wraps")[-1])
+        dated = timed.filter(pl.col("ts_quality").is_in(DATED)).get_column("ts")
+        if dated.len():
+            self.dated.append(dated.dt.epoch("us").to_numpy())
+        first, last = timed.row(0), timed.row(-1)
+        if self.first_stamp is None:
+            self.first_stamp = Stamp(first[0], first[1] == "yearless", first[2])
+        self.last_stamp = Stamp(last[0], last[1] == "yearless", last[2])
+
+    def set_year(self, reference: datetime) -> None:
+        if self.first_yearless is not None:
+            frame = pl.DataFrame({"first": [self.first_yearless]}, schema={"first": UTC_US})
+            self.year = int(frame.select(_first_year(pl.col("first"), reference)).item())
+
+    def resolve_stamp(self, stamp: Stamp | None) -> datetime | None:
+        if stamp is None or not stamp.yearless:
+            return stamp.ts if stamp else None
+        frame = pl.DataFrame({"ts": [stamp.ts]}, schema={"ts": UTC_US})
+        return frame.select(in_year(pl.col("ts"), pl.lit(self.year) + stamp.wraps)).item()
+
+    def resolve(self, events: pl.DataFrame) -> pl.DataFrame:
+        """Pass 2: the rebuilt `ts`, `ts_quality` (inferred) and `ts_order`, like `resolve_times`."""
+        year = pl.lit(self.year if self.year is not None else 0, pl.Int32)
+        rebuilt = pl.when(_YEARLESS).then(in_year(pl.col("ts"), year + pl.col("_wraps"))).otherwise(pl.col("ts"))
+        out = events.with_columns(
+            rebuilt.cast(UTC_US).alias("ts"),
+            pl.when(pl.col("ts_quality").is_in(["yearless", "zoneless"])).then(pl.lit("inferred"))
+            .otherwise(pl.col("ts_quality")).alias("ts_quality"),
+        )
+        order = pl.col("ts").forward_fill()
+        start = self.carried if self.carried is not None else self.resolve_stamp(self.first_stamp)
+        if start is not None:
+            order = order.fill_null(pl.lit(start).cast(UTC_US))
+        out = out.with_columns(order.cast(UTC_US).alias("ts_order"))
+        last = out.get_column("ts_order").drop_nulls()
+        if last.len():
+            self.carried = last[-1]
+        return out
+
+
+def stamps_before(events: pl.DataFrame, carry: Stamp | None) -> pl.DataFrame:
+    """For each line, the raw time of the last line with a time at or before it in the file
+    (`_ff_ts`, `_ff_yearless`, `_ff_wraps`): what its `ts_order` is resolved from."""
+    has_ts = pl.col("ts").is_not_null()
+    columns = {
+        "_ff_ts": (pl.when(has_ts).then(pl.col("ts")), carry.ts if carry else None),
+        "_ff_yearless": (pl.when(has_ts).then(_YEARLESS), carry.yearless if carry else None),
+        "_ff_wraps": (pl.when(has_ts).then(pl.col("_wraps")), carry.wraps if carry else None),
+    }
+    return events.with_columns(
+        (expr.forward_fill().fill_null(pl.lit(start)) if start is not None else expr.forward_fill()).alias(name)
+        for name, (expr, start) in columns.items()
+    )
+
+
+def median_instant(clocks: list[FileClock], hint: datetime | None) -> datetime:
+    """`reference_instant` from the dated times the clocks collected."""
+    arrays = [a for clock in clocks for a in clock.dated]
+    if arrays:
+        values = pl.Series("ts", np.concatenate(arrays)).cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
+        return pl.DataFrame({"ts": values}).select(pl.col("ts").median()).item()
+    return hint or datetime.now(UTC)

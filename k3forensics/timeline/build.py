@@ -1,0 +1,289 @@
+"""The timeline build in two passes over chunks, so that memory does not grow with the bundle.
+
+Pass 1 (`TimelineBuild.read`) parses every file chunk by chunk, numbers the lines (`seq`),
+matches the milestone signatures and spools the chunks; it keeps only small summaries: per
+file its clock, traceback and phase state, the milestone lines, the facts and samples of the
+document files. Between the passes the bundle-level facts are settled: the node name of a
+one-node bundle, the reference instant and each file's year, the milestone map. Pass 2
+(`TimelineBuild.finish`) hands out each chunk completed: times resolved, phases assigned,
+traceback flags set, columns in the order of the events table.
+
+The result equals the whole-bundle computation (`inmemory.py`), chunk size notwithstanding;
+tests hold the two against each other on every sample bundle.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+
+from k3forensics.bundle import open_bundle
+from k3forensics.library.compile import uses_tracebacks
+from k3forensics.library.loader import Library
+from k3forensics.library.match import pass_one_safe
+from k3forensics.library.model import Role
+from k3forensics.sources.base import FACT_SCHEMA, SAMPLE_SCHEMA, UTC_US
+from k3forensics.timeline.nodes import DEFAULT_NODE, node_of_paths
+from k3forensics.timeline.parse_file import CHUNK_BYTES, FRAME_COLUMNS, FileInfo, FileReader
+from k3forensics.timeline.phases import (
+    FilePhases,
+    MilestoneMap,
+    finish_phases,
+    milestone_column,
+    milestone_map,
+)
+from k3forensics.timeline.spool import Spool
+from k3forensics.timeline.times import FileClock, Stamp, in_year, median_instant, stamps_before
+from k3forensics.timeline.tracebacks import FileTracebacks
+
+Progress = Callable[[str, int, int], None]  # (file, files done, files total)
+MILESTONE_BATCH_ROWS = 200_000  # chunks wait for milestone matching until this many lines are read
+
+# The events table's columns, in order (the whole-bundle computation adds them in this order).
+EVENT_ORDER = ["seq", *FRAME_COLUMNS, "node", "ts_order", "milestone", "step", "phase"]
+_MILESTONE_COLUMNS = {"seq": pl.Int64, "file": pl.Utf8, "node": pl.Utf8, "milestone": pl.Utf8,
+                      "_ff_ts": UTC_US, "_ff_yearless": pl.Boolean, "_ff_wraps": pl.Int32}
+
+
+@dataclass
+class FileState:
+    info: FileInfo
+    node: str
+    clock: FileClock
+    tracebacks: FileTracebacks
+    phases: FilePhases = field(default_factory=FilePhases)
+    traceback_lines: list[pl.DataFrame] = field(default_factory=list)  # pass 1, for `_rematch_tracebacks`
+    corrected: pl.DataFrame | None = None  # seq, milestone, step of the traceback lines, matched whole
+    lines: int = 0
+    parsed: int = 0
+    first_ts: datetime | None = None
+    last_ts: datetime | None = None
+
+
+@dataclass
+class Settled:
+    """What pass 2 needs from the whole bundle."""
+
+    rename: str | None
+    reference: datetime
+    phases: MilestoneMap
+
+
+class TimelineBuild:
+    def __init__(self, bundle: Path, library: Library, *, spool_dir: Path | None = None,
+                 chunk_bytes: int = CHUNK_BYTES, progress: Progress | None = None):
+        self.bundle, self.library, self.chunk_bytes, self.progress = bundle, library, chunk_bytes, progress
+        self.spool = Spool(spool_dir)
+        self.files: list[FileState] = []
+        self.warnings: list[str] = []
+        self.mtimes: list[datetime] = []
+        self.milestones: list[pl.DataFrame] = []
+        self.facts: list[pl.DataFrame] = []
+        self.samples: list[pl.DataFrame] = []
+        self.nccl_hosts: Counter[str] = Counter()
+        self.single_node = False
+        self.tracebacks_matter = any(uses_tracebacks(s.condition) for s in library.of_role(Role.MILESTONE))
+        self.seq = 0
+        self.settled: Settled | None = None
+        self.hosts: dict[str, set[str]] = {}
+        self._pending: list[tuple[pl.DataFrame, Stamp | None, FileState]] = []  # read, not yet matched
+        self._pending_rows = 0
+
+    # -- pass 1 ---------------------------------------------------------------------------------
+
+    def read(self) -> None:
+        with open_bundle(self.bundle) as opened:
+            node_by_path = node_of_paths([bf.rel_path for bf in opened.files])
+            self.single_node = set(node_by_path.values()) == {DEFAULT_NODE}
+            total = len(opened.files)
+            for done, bf in enumerate(opened.files):
+                if self.progress:
+                    self.progress(bf.rel_path, done, total)
+                self._read_file(FileReader(bf, node_by_path[bf.rel_path], self.chunk_bytes))
+            self._match_milestones()
+            for state in self.files:
+                self._rematch_tracebacks(state)
+            self.warnings = list(opened.warnings)
+            self.mtimes = [bf.mtime for bf in opened.files if bf.mtime]
+        if self.progress:
+            self.progress("", total, total)
+        for state in self.files:
+            self.warnings += state.info.warnings
+
+    def _read_file(self, reader: FileReader) -> None:
+        state = FileState(reader.info, reader.node, FileClock(), reader.tracebacks)
+        self.files.append(state)
+        for chunk in reader.chunks():
+            events = chunk.events.with_columns(pl.lit(reader.node, pl.Utf8).alias("node"))
+            events = events.with_row_index("seq", offset=self.seq).with_columns(pl.col("seq").cast(pl.Int64))
+            self.seq += events.height
+            events, before = state.clock.observe(events)
+            self._pending.append((events, before, state))
+            self._pending_rows += events.height
+            if self.single_node:
+                self._note_nccl_hosts(events)
+            for frames, extra in ((self.facts, chunk.facts), (self.samples, chunk.samples)):
+                if extra is not None:
+                    frames.append(extra.with_columns(pl.lit(reader.node).alias("node"),
+                                                     pl.lit(reader.info.file).alias("file")))
+            if self._pending_rows >= MILESTONE_BATCH_ROWS:
+                self._match_milestones()
+        for frames, schema in ((self.facts, FACT_SCHEMA), (self.samples, SAMPLE_SCHEMA)):
+            if not frames:  # keep the columns when no file has any
+                frames.append(pl.DataFrame(schema=schema).with_columns(
+                    pl.lit(None, pl.Utf8).alias("node"), pl.lit(None, pl.Utf8).alias("file")))
+
+    def _match_milestones(self) -> None:
+        """Match the milestone signatures on the chunks read so far, all at once (many small
+        files cost one matching pass, not one each), then spool them."""
+        if not self._pending:
+            return
+        frames = [events for events, _, _ in self._pending]
+        matched = milestone_column(pl.concat(frames) if len(frames) > 1 else frames[0], self.library)
+        offset = 0
+        for events, before, state in self._pending:
+            part = matched.slice(offset, events.height)
+            offset += events.height
+            self._note_milestones(part, before, state)
+            self.spool.add(part)
+        self._pending, self._pending_rows = [], 0
+
+    def _note_milestones(self, events: pl.DataFrame, before: Stamp | None, state: FileState) -> None:
+        """Keep the milestone lines (and, when milestones read traceback groups, the traceback
+        lines) with the raw time their `ts_order` comes from."""
+        grouped = pl.col("tb_group").is_not_null() if self.tracebacks_matter else pl.lit(False)
+        wanted = pl.col("milestone").is_not_null() | grouped
+        if not events.select(wanted.any()).item():
+            return
+        timed = stamps_before(events.filter(wanted | pl.col("ts").is_not_null()), before)
+        self.milestones.append(timed.filter(pl.col("milestone").is_not_null() & ~grouped)
+                               .select(list(_MILESTONE_COLUMNS)))
+        if self.tracebacks_matter:
+            state.traceback_lines.append(timed.filter(grouped))
+
+    def _rematch_tracebacks(self, state: FileState) -> None:
+        """A traceback group cut by a chunk boundary was matched in pieces: now that the file is
+        read, match its lines again with whole groups (they are few: only traceback lines)."""
+        if not state.traceback_lines:
+            return
+        rows = pl.concat(state.traceback_lines)
+        state.traceback_lines = []
+        fixed = milestone_column(rows.drop("milestone", "step"), self.library)
+        state.corrected = fixed.select("seq", "milestone", "step")
+        self.milestones.append(fixed.filter(pl.col("milestone").is_not_null()).select(list(_MILESTONE_COLUMNS)))
+
+    def _note_nccl_hosts(self, events: pl.DataFrame) -> None:
+        hosts = events.filter((pl.col("source") == "nccl") & pl.col("attrs").str.contains('"host":', literal=True))
+        if hosts.height:
+            found = hosts.select(pl.col("attrs").str.json_path_match("$.host")).to_series().drop_nulls()
+            self.nccl_hosts.update(dict(found.value_counts().iter_rows()))
+
+    # -- between the passes ---------------------------------------------------------------------
+
+    def settle(self) -> Settled:
+        rename = None
+        if self.single_node and self.seq:
+            rename = self._single_node_name()
+        reference = median_instant([s.clock for s in self.files], max(self.mtimes) if self.mtimes else None)
+        for state in self.files:
+            state.clock.set_year(reference)
+        milestones = self._milestone_times()
+        if rename:
+            milestones = milestones.with_columns(pl.lit(rename).alias("node"))
+        self.settled = Settled(rename, reference, milestone_map(milestones))
+        return self.settled
+
+    def _single_node_name(self) -> str | None:
+        """`nodes.single_node_name` from the facts and the NCCL host counts of pass 1."""
+        facts = pl.concat(self.facts, how="diagonal_relaxed")
+        named = facts.filter(pl.col("key") == "hostname")
+        if named.height:
+            return str(named.get_column("value").first())
+        if self.nccl_hosts:
+            top = max(self.nccl_hosts.values())
+            return min(h for h, n in self.nccl_hosts.items() if n == top)
+        return None
+
+    def _milestone_times(self) -> pl.DataFrame:
+        """The milestone lines with their `ts_order`, resolved as pass 2 will resolve them."""
+        schema = {**_MILESTONE_COLUMNS, "ts_order": UTC_US}
+        if not self.milestones:
+            return pl.DataFrame(schema=schema)
+        rows = pl.concat(self.milestones).sort("seq")
+        years = {s.info.file: s.clock.year for s in self.files if s.clock.year is not None}
+        firsts = {s.info.file: s.clock.resolve_stamp(s.clock.first_stamp) for s in self.files}
+        year = pl.col("file").replace_strict(years, default=None, return_dtype=pl.Int32)
+        own = pl.when(pl.col("_ff_yearless")).then(in_year(pl.col("_ff_ts"), year + pl.col("_ff_wraps"))) \
+            .otherwise(pl.col("_ff_ts"))
+        first = pl.col("file").replace_strict(firsts, default=None, return_dtype=UTC_US)
+        return rows.with_columns(pl.coalesce(own.cast(UTC_US), first).alias("ts_order"))
+
+    # -- pass 2 ---------------------------------------------------------------------------------
+
+    def finish(self) -> Iterator[pl.DataFrame]:
+        """Each chunk completed, in order (call `settle` first, and read everything)."""
+        settled = self.settled or self.settle()
+        by_file = {s.info.file: s for s in self.files}
+        for events in self.spool.drain():
+            state = by_file[events.get_column("file")[0]]
+            yield self._complete(events, state, settled)
+        self.spool.close()
+
+    def _complete(self, events: pl.DataFrame, state: FileState, settled: Settled) -> pl.DataFrame:
+        if settled.rename:
+            events = events.with_columns(pl.lit(settled.rename).alias("node"))
+        if state.corrected is not None:
+            events = self._corrected(events, state.corrected)
+        events = state.clock.resolve(events).with_columns(state.tracebacks.final_flags(events).alias("tb_final"))
+        events = state.phases.in_file(events, own=state.info.file in settled.phases.files)
+        events = finish_phases(events, settled.phases).select(EVENT_ORDER)
+        self._tally(events, state)
+        return events
+
+    @staticmethod
+    def _corrected(events: pl.DataFrame, corrected: pl.DataFrame) -> pl.DataFrame:
+        fixed = events.join(corrected.rename({"milestone": "_m", "step": "_s"}), on="seq", how="left",
+                            maintain_order="left")
+        grouped = pl.col("tb_group").is_not_null()
+        return fixed.with_columns(
+            pl.when(grouped).then(pl.col("_m")).otherwise(pl.col("milestone")).alias("milestone"),
+            pl.when(grouped).then(pl.col("_s")).otherwise(pl.col("step")).alias("step"),
+        ).drop("_m", "_s")
+
+    def _tally(self, events: pl.DataFrame, state: FileState) -> None:
+        state.lines += events.height
+        state.parsed += int(events.get_column("parsed").sum())
+        ts = events.get_column("ts").drop_nulls()
+        if ts.len():
+            low, high = ts.min(), ts.max()
+            state.first_ts = low if state.first_ts is None else min(state.first_ts, low)  # type: ignore[type-var]
+            state.last_ts = high if state.last_ts is None else max(state.last_ts, high)  # type: ignore[type-var]
+        hosted = events.filter(pl.col("attrs").str.contains('"host":', literal=True))
+        if hosted.height:
+            found = hosted.select("node", pl.col("attrs").str.json_path_match("$.host").alias("host")).drop_nulls()
+            for node, host in found.unique().iter_rows():
+                self.hosts.setdefault(node, set()).add(host)
+
+    # -- the small tables -----------------------------------------------------------------------
+
+    def node_of(self, state: FileState) -> str:
+        return self.settled.rename if self.settled and self.settled.rename else state.node
+
+    def side_tables(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """(samples, facts) of the whole bundle."""
+        out = []
+        for frames in (self.samples, self.facts):
+            frame = pl.concat([f for f in frames if f.width], how="diagonal_relaxed")
+            if self.settled and self.settled.rename:
+                frame = frame.with_columns(pl.lit(self.settled.rename).alias("node"))
+            out.append(frame)
+        return out[0], out[1]
+
+    def milestones_ready(self) -> bool:
+        """Milestone conditions read only what pass 1 knows; else the whole-bundle path is needed."""
+        return all(pass_one_safe(s.condition) for s in self.library.of_role(Role.MILESTONE))

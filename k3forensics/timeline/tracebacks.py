@@ -1,0 +1,139 @@
+"""Traceback groups over a file read in chunks: `sources.traceback.annotate` with carried state.
+
+A traceback group is a run of consecutive traceback-shaped lines of one process stream (file +
+process + pid) that follows a `Traceback (most recent call last):` line. The whole-file rule
+numbers the runs of a stream (`_run`, the count of non-traceback lines so far) and the starts
+inside a run (`_nth`); the group id is a hash of (stream, _run, _nth). Reading a file in chunks,
+`FileTracebacks` carries both counts per stream from one chunk to the next, so every line gets
+the id the whole-file rule gives it. `tb_final` (the group's last exception line) may only be
+known chunks later: each chunk reports its groups' last exception line to `finals`, and
+`final_flags` sets the flag once the file is done.
+
+Each test runs only on the lines that can pass it (a literal first), which is most of the
+saving over the whole-file expression.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from k3forensics.sources.traceback import CHAIN, EXCEPTION, FRAME, INDENTED, START
+
+_STREAM = ["_proc", "_pid"]
+# Literals without which the line cannot match the pattern (checked first, the regex on the rest).
+_START_LITERAL = "Traceback"
+_FRAME_LITERAL = 'File "'
+_CHAIN_LITERAL = "above exception"
+_EXCEPTION_WORDS = ["Error", "Exception", "Exit", "Interrupt", "Failure", "Warning", "Fault"]
+_BLANK = r"^\s*$"
+
+
+def _where(texts: pl.Series, mask: pl.Series, pattern: str) -> pl.Series:
+    """Boolean `texts matches pattern`, running the regex only where `mask` is true."""
+    out = np.zeros(texts.len(), dtype=bool)
+    rows = mask.fill_null(False).arg_true()
+    if rows.len():
+        out[rows.to_numpy()] = texts.gather(rows).str.contains(pattern).fill_null(False).to_numpy()
+    return pl.Series(out)
+
+
+def _exceptions(texts: pl.Series) -> pl.Series:
+    """The exception class of exception-shaped lines (else null)."""
+    out = pl.Series([None] * texts.len(), dtype=pl.Utf8)
+    rows = texts.str.contains_any(_EXCEPTION_WORDS).fill_null(False).arg_true()
+    if rows.len():
+        out = out.scatter(rows, texts.gather(rows).str.extract(EXCEPTION, 1))
+    return out
+
+
+def shapes(message: pl.Series) -> pl.DataFrame:
+    """Per line: `_start`, `_belongs` (traceback-shaped) and `_exc` (exception class)."""
+    msg = message.fill_null("")
+    start = _where(msg, msg.str.contains(_START_LITERAL, literal=True), START)
+    exc = _exceptions(msg)
+    belongs = (
+        start
+        | _where(msg, msg.str.contains(_FRAME_LITERAL, literal=True), FRAME)
+        | _where(msg, msg.str.contains(_CHAIN_LITERAL, literal=True), CHAIN)
+        | msg.str.contains(INDENTED).fill_null(False)
+        | exc.is_not_null()
+        | msg.str.contains(_BLANK).fill_null(False)
+    )
+    return pl.DataFrame({"_start": start, "_belongs": belongs, "_exc": exc})
+
+
+@dataclass
+class FileTracebacks:
+    """Traceback state of one file, fed its chunks in order."""
+
+    file: str
+    runs: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)  # stream -> (_run, _nth)
+    finals: dict[int, int] = field(default_factory=dict)  # tb_group -> line_no of its last exception
+
+    def annotate(self, events: pl.DataFrame) -> pl.DataFrame:
+        """Add tb_group, exception and a provisional tb_final (see `final_flags`)."""
+        marks = shapes(events.get_column("message"))
+        frame = events.hstack(marks).with_columns(
+            pl.col("process").fill_null("").alias("_proc"), pl.col("pid").fill_null(-1).alias("_pid"),
+        )
+        open_groups = any(nth > 0 for _, nth in self.runs.values())
+        if not open_groups and not marks.get_column("_start").any():
+            self._carry_plain(frame)
+            tb_group = pl.lit(None, pl.Int64)
+        else:
+            frame = self._numbered(frame)
+            tb_group = pl.when(pl.col("_belongs") & (pl.col("_nth") > 0)).then(
+                (pl.struct(pl.lit(self.file, pl.Utf8).alias("file"), pl.col("_proc").alias("process"),
+                           pl.col("_pid").alias("pid"), "_run", "_nth").hash(seed=7) // 2).cast(pl.Int64)
+            ).otherwise(None)
+        out = frame.with_columns(tb_group.alias("tb_group"))
+        self._note_finals(out)
+        return out.with_columns(
+            self.final_flags(out).alias("tb_final"), pl.col("_exc").alias("exception"),
+        ).drop("_start", "_belongs", "_exc", "_proc", "_pid", "_run", "_nth", strict=False)
+
+    def final_flags(self, events: pl.DataFrame) -> pl.Expr:
+        """tb_final from the last exception line of each group seen so far."""
+        if not self.finals:
+            return pl.lit(False)
+        last = pl.col("tb_group").replace_strict(self.finals, default=None, return_dtype=pl.Int64)
+        return (pl.col("tb_group").is_not_null() & (pl.col("line_no") == last)).fill_null(False)
+
+    def _carry_plain(self, frame: pl.DataFrame) -> None:
+        """No traceback can be open in this chunk: only count each stream's plain lines."""
+        counts = frame.group_by(_STREAM).agg((~pl.col("_belongs")).sum().alias("plain"))
+        for proc, pid, plain in counts.iter_rows():
+            run, nth = self.runs.get((proc, pid), (0, 0))
+            self.runs[(proc, pid)] = (run + plain, nth if plain == 0 else 0)
+
+    def _numbered(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """`_run` and `_nth` as the whole-file rule numbers them, carried across chunks."""
+        carry = pl.DataFrame(
+            [(proc, pid, run, nth) for (proc, pid), (run, nth) in self.runs.items()],
+            schema={"_proc": pl.Utf8, "_pid": pl.Int64, "_run0": pl.UInt32, "_nth0": pl.UInt32}, orient="row",
+        )
+        local_run = (~pl.col("_belongs")).cum_sum().over(_STREAM)
+        numbered = frame.join(carry, on=_STREAM, how="left", maintain_order="left").with_columns(
+            local_run.alias("_local"),
+        ).with_columns(
+            (pl.col("_local") + pl.col("_run0").fill_null(0)).cast(pl.UInt32).alias("_run"),
+        ).with_columns(
+            # The hash of the group id depends on the dtypes: UInt32, as the whole-file cum_sum gives.
+            (pl.col("_start").cum_sum().over([*_STREAM, "_run"])
+             + pl.when(pl.col("_local") == 0).then(pl.col("_nth0").fill_null(0)).otherwise(pl.lit(0, pl.UInt32)))
+            .cast(pl.UInt32).alias("_nth"),
+        )
+        last = numbered.group_by(_STREAM).agg(pl.col("_run").last(), pl.col("_nth").last())
+        for proc, pid, run, nth in last.iter_rows():
+            self.runs[(proc, pid)] = (run, nth)
+        return numbered.drop("_run0", "_nth0", "_local")
+
+    def _note_finals(self, frame: pl.DataFrame) -> None:
+        exc_lines = frame.filter(pl.col("tb_group").is_not_null() & pl.col("_exc").is_not_null())
+        if exc_lines.height == 0:
+            return
+        for group, line_no in exc_lines.group_by("tb_group").agg(pl.col("line_no").max()).iter_rows():
+            self.finals[group] = max(line_no, self.finals.get(group, line_no))

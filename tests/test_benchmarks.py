@@ -1,0 +1,42 @@
+"""The benchmark's bundle generator: realistic shapes, and the failure it buries is found."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from k3forensics.library.loader import Library
+from k3forensics.triage.run import triage
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from generate import generate, parse_size  # noqa: E402
+
+
+def test_parse_size() -> None:
+    assert parse_size("1GB") == 1 << 30 and parse_size("200MB") == 200 << 20 and parse_size("4G") == 4 << 30
+
+
+def test_a_small_generated_bundle_is_triaged_to_its_buried_failure(tmp_path: Path, library: Library) -> None:
+    expected = generate(tmp_path, 3 << 20, nodes=3, log=lambda _: None)
+    bundle = tmp_path / "bundle"
+    assert sorted(p.name for p in (bundle / "node-01").iterdir()) == ["dmesg.txt", "launch.sh", "metrics.prom", "vllm.log"]
+    assert abs(sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file()) - (3 << 20)) < (3 << 20) // 5
+    result = triage(bundle, library)
+    assert result.first is not None
+    want = expected["first_failure"]
+    assert (result.first["file"], result.first["line_no"], result.first["category"]) == \
+        (want["file"], want["line_no"], want["category"])
+    assert json.loads((tmp_path / "expected.json").read_text())["first_failure"] == want
+
+
+def test_the_runner_reports_the_figures(tmp_path: Path) -> None:
+    generate(tmp_path, 1 << 20, nodes=2, log=lambda _: None)
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "k3forensics triage" in out.stdout and "buried failure found: yes" in out.stdout
+    assert "ratio triage / rg" in out.stdout or "ripgrep (rg) NOT FOUND" in out.stdout
