@@ -6,6 +6,7 @@ import functools
 import os
 import re
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,11 +34,29 @@ def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
+def _first_line(exc: BaseException) -> str:
+    """An exception's message up to its first line break: engines (polars, duckdb) append the
+    whole failing expression, which is for the trace (K3F_DEBUG=1), not for the user."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def _format_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                    line: str | None = None) -> str:
+    """A Python warning raised inside k3forensics or a library it calls, as one line: the
+    default format prints our source line, which means nothing to the user. (Only the format
+    is replaced: whoever records warnings, such as a test runner, still records them.)"""
+    return (f"internal warning: {category.__name__}: {_CONTROL.sub('', _first_line(Warning(message)))} "
+            f"({Path(filename).name}:{lineno}; a k3forensics bug, please report it)\n")
+
+
 def reports_errors(func: F) -> F:
     """Turn every K3Error into one clear line on stderr and exit code 2; never a traceback."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not os.environ.get("K3F_DEBUG"):
+            warnings.formatwarning = _format_warning
         try:
             return func(*args, **kwargs)
         except K3Error as exc:
@@ -54,8 +73,8 @@ def reports_errors(func: F) -> F:
             if os.environ.get("K3F_DEBUG"):
                 raise
             console(stderr=True).print(safe(
-                f"internal error: {type(exc).__name__}: {exc} (a k3forensics bug; rerun with K3F_DEBUG=1 "
-                "for the trace and report it)"))
+                f"internal error: {type(exc).__name__}: {_first_line(exc)} (a k3forensics bug; rerun with "
+                "K3F_DEBUG=1 for the trace and report it)"))
             sys.exit(EXIT_INTERNAL)
 
     return wrapper  # type: ignore[return-value]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import polars as pl
 
@@ -100,6 +101,26 @@ def build_events(
     return frame.select(*[pl.col(c) for c in lines.columns], *exprs)
 
 
+def loads(text: str) -> Any:
+    """`json.loads` whose every failure is a ValueError: a hostile document can also nest deeper
+    than the interpreter's stack (RecursionError), besides the integer-length limit and bad
+    syntax that already are ValueErrors. Callers count the line as malformed."""
+    try:
+        return json.loads(text)
+    except RecursionError as exc:
+        raise ValueError("JSON nested too deeply") from exc
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one: captures are typed by strangers."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """`value` if it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
 def json_object(fields: Mapping[str, pl.Expr]) -> pl.Expr:
     """A JSON object string per row from named expressions (nulls kept as JSON null)."""
     return pl.struct([expr.alias(name) for name, expr in fields.items()]).struct.json_encode()
@@ -178,6 +199,12 @@ def gpu_labels(gpu: pl.Expr) -> pl.Expr:
 def leading_number(expr: pl.Expr) -> pl.Expr:
     """The number at the start of a value such as `81559 MiB`, `97 %`, `69.20 W`; null if none."""
     return expr.str.extract(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", 1).cast(pl.Float64, strict=False)
+
+
+def mib(expr: pl.Expr) -> pl.Expr:
+    """A whole number of MiB from a value such as `81559 MiB`; null when there is none or it does
+    not fit an Int64 (`1e30 MiB` in a damaged or forged file must not stop the parse)."""
+    return leading_number(expr).cast(pl.Int64, strict=False)
 
 
 def slug(expr: pl.Expr) -> pl.Expr:
@@ -294,9 +321,9 @@ def topology_summary(pairs: pl.DataFrame, block: pl.DataFrame | None = None) -> 
     if gpu.height == 0:
         rows = 0 if block is None else block.filter(pl.col("text").str.contains(r"^GPU\d+\s")).height
         return f"gpus={rows}" if rows == 1 else None
-    ordered = gpu.with_columns(
-        pl.col("a").str.slice(3).cast(pl.Int64).alias("ia"), pl.col("b").str.slice(3).cast(pl.Int64).alias("ib")
-    ).filter(pl.col("ia") < pl.col("ib"))
+    # `GPU\d+` has no length bound: an index past Int64 is compared as text rather than crash the parse
+    ia, ib = (pl.col(c).str.slice(3).cast(pl.Int64, strict=False) for c in ("a", "b"))
+    ordered = gpu.filter(pl.when(ia.is_not_null() & ib.is_not_null()).then(ia < ib).otherwise(pl.col("a") < pl.col("b")))
     count = pl.concat([gpu["a"], gpu["b"]]).n_unique()
     kinds = ordered.group_by("link").len().sort(["len", "link"], descending=[True, False])
     parts = [f"{link}:{n}" for link, n in kinds.iter_rows()]

@@ -12,6 +12,7 @@ pairs to the checks that do it.
 from __future__ import annotations
 
 import json
+import math
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -93,8 +94,8 @@ def _records(lines: pl.DataFrame) -> list[dict[str, Any]]:
             out.append({"line_no": line_no, "ok": True, "done": True})
             continue
         try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError:
+            obj = du.loads(raw)
+        except ValueError:
             obj = None
         out.append(_exchange(line_no, obj) if isinstance(obj, dict) else {"line_no": line_no, "ok": False})
     return out
@@ -111,30 +112,58 @@ def _exchange(line_no: int, obj: dict[str, Any]) -> dict[str, Any]:
         response = merge_chunks(response)
     if isinstance(response, dict) and isinstance(response.get("body"), dict):
         response = response["body"]  # a capture that kept the HTTP envelope
-    status = obj.get("status", obj.get("status_code"))
-    latency = obj.get("latency_s")
-    if latency is None and obj.get("duration_ms") is not None:
-        latency = float(obj["duration_ms"]) / 1000.0
+    latency = _number(obj.get("latency_s"))
+    if latency is None and (duration := _number(obj.get("duration_ms"))) is not None:
+        latency = duration / 1000.0
     return {
         "line_no": line_no,
         "ok": True,
         "ts": _when(obj, response),
-        "request": request if isinstance(request, dict) else None,
-        "response": response if isinstance(response, dict) else None,
-        "status": int(status) if isinstance(status, (int, str)) and str(status).isdigit() else None,
-        "latency_s": float(latency) if isinstance(latency, (int, float, str)) and _is_number(latency) else None,
+        "request": _typed_request(request) if isinstance(request, dict) else None,
+        "response": _typed_response(response) if isinstance(response, dict) else None,
+        "status": _status(obj.get("status", obj.get("status_code"))),
+        "latency_s": latency,
     }
+
+
+def _status(value: Any) -> int | None:
+    """An HTTP status as an int: a JSON integer or a string of ASCII digits (not `"²"`)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1000:
+        return value
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,3}", value):
+        return int(value)
+    return None
+
+
+def _number(value: Any) -> float | None:
+    """A finite float from a JSON number or numeric string; None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _epoch(seconds: float | None) -> datetime | None:
+    """Unix seconds (milliseconds above 1e11) as UTC; None when out of the calendar's range."""
+    if seconds is None:
+        return None
+    try:
+        return datetime.fromtimestamp(seconds / 1000 if seconds > 1e11 else seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def _when(obj: dict[str, Any], response: Any) -> datetime | None:
     for value in (obj.get("timestamp"), obj.get("ts")):
-        if isinstance(value, (int, float)) or (isinstance(value, str) and _is_number(value)):
-            seconds = float(value)
-            return datetime.fromtimestamp(seconds / 1000 if seconds > 1e11 else seconds, UTC)
+        if (seconds := _number(value)) is not None:
+            return _epoch(seconds)
         if isinstance(value, str):
             return _iso(value)
     created = response.get("created") if isinstance(response, dict) else None
-    return datetime.fromtimestamp(float(created), UTC) if isinstance(created, (int, float)) else None
+    return _epoch(_number(created)) if isinstance(created, int | float) else None
 
 
 def _iso(text: str) -> datetime | None:
@@ -145,12 +174,48 @@ def _iso(text: str) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _is_number(value: Any) -> bool:
-    try:
-        float(value)
-    except (TypeError, ValueError):
-        return False
-    return True
+# ---------------------------------------------------------------- shapes the checks can trust
+
+# A capture is typed by whoever wrote it: the containers that parse() and the verdicts walk are
+# brought to their documented JSON types here, once, so that no consumer has to distrust them.
+
+
+def _objects(value: Any) -> list[dict[str, Any]]:
+    """The JSON objects of an array (anything else in it, or a non-array, is dropped)."""
+    return [item for item in du.as_list(value) if isinstance(item, dict)]
+
+
+def _typed_request(request: dict[str, Any]) -> dict[str, Any]:
+    out = dict(request)
+    for key in ("messages", "tools"):
+        if key in request:
+            out[key] = _objects(request[key])
+    return out
+
+
+def _typed_response(response: dict[str, Any]) -> dict[str, Any]:
+    out = dict(response)
+    if "choices" in response:
+        out["choices"] = [_typed_choice(c) for c in _objects(response["choices"])]
+    if "usage" in response:
+        usage = dict(du.as_dict(response.get("usage")))
+        if "prompt_tokens_details" in usage:
+            usage["prompt_tokens_details"] = du.as_dict(usage["prompt_tokens_details"])
+        out["usage"] = usage
+    return out
+
+
+def _typed_choice(choice: dict[str, Any]) -> dict[str, Any]:
+    out = dict(choice)
+    message = dict(du.as_dict(choice.get("message")))
+    if "tool_calls" in message:
+        message["tool_calls"] = [_typed_call(c) for c in _objects(message["tool_calls"])]
+    out["message"] = message
+    return out
+
+
+def _typed_call(call: dict[str, Any]) -> dict[str, Any]:
+    return {**call, "function": du.as_dict(call.get("function"))}
 
 
 def merge_chunks(chunks: list[Any]) -> dict[str, Any]:
@@ -167,8 +232,9 @@ def merge_chunks(chunks: list[Any]) -> dict[str, Any]:
             merged.setdefault(key, chunk.get(key))
         if chunk.get("usage"):
             merged["usage"] = chunk["usage"]
-        for choice in chunk.get("choices") or []:
-            _merge_choice(choices.setdefault(choice.get("index", 0), _empty_choice(choice.get("index", 0))), choice)
+        for choice in (c for c in du.as_list(chunk.get("choices")) if isinstance(c, dict)):
+            index = _index(choice.get("index"), 0)
+            _merge_choice(choices.setdefault(index, _empty_choice(index)), choice)
     merged["choices"] = [_close_choice(choices[i]) for i in sorted(choices)]
     return merged
 
@@ -177,19 +243,29 @@ def _empty_choice(index: int) -> dict[str, Any]:
     return {"index": index, "finish_reason": None, "message": {"role": "assistant", "content": ""}, "_tools": {}}
 
 
+def _index(value: Any, default: int) -> int:
+    """A chunk's `index` (a key of the merge): an integer, else `default`."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _text(value: Any) -> str:
+    """A streamed text delta; a non-string one is kept as its JSON text rather than lost."""
+    return value if isinstance(value, str) else "" if value is None else json.dumps(value)
+
+
 def _merge_choice(into: dict[str, Any], choice: dict[str, Any]) -> None:
-    delta = choice.get("delta") or {}
+    delta = du.as_dict(choice.get("delta"))
     message = into["message"]
     for field in ("content", "reasoning_content", "reasoning"):
         if delta.get(field):
-            message[field] = message.get(field, "") + delta[field]
-    for call in delta.get("tool_calls") or []:
-        slot = into["_tools"].setdefault(call.get("index", len(into["_tools"])), {
+            message[field] = message.get(field, "") + _text(delta[field])
+    for call in (c for c in du.as_list(delta.get("tool_calls")) if isinstance(c, dict)):
+        slot = into["_tools"].setdefault(_index(call.get("index"), len(into["_tools"])), {
             "id": None, "type": "function", "function": {"name": None, "arguments": ""}})
         slot["id"] = slot["id"] or call.get("id")
-        function = call.get("function") or {}
+        function = du.as_dict(call.get("function"))
         slot["function"]["name"] = slot["function"]["name"] or function.get("name")
-        slot["function"]["arguments"] += function.get("arguments") or ""
+        slot["function"]["arguments"] += _text(function.get("arguments"))
     if choice.get("finish_reason"):
         into["finish_reason"] = choice["finish_reason"]
 
@@ -217,10 +293,11 @@ def _summary(record: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _attrs(record: dict[str, Any]) -> dict[str, Any]:
+    # request and response come typed from _exchange: lists are lists, objects are objects
     request, response = record.get("request") or {}, record.get("response") or {}
     choices = response.get("choices") or []
-    first = choices[0] if choices and isinstance(choices[0], dict) else {}
-    calls = sum(len(((c or {}).get("message") or {}).get("tool_calls") or []) for c in choices if isinstance(c, dict))
+    first = choices[0] if choices else {}
+    calls = sum(len(c["message"].get("tool_calls") or []) for c in choices)
     usage = response.get("usage") or {}
     details = usage.get("prompt_tokens_details") or {}
     error = response.get("error") if isinstance(response.get("error"), dict) else None
@@ -246,8 +323,7 @@ def _attrs(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _level(attrs: dict[str, Any]) -> str | None:
-    status = attrs.get("status")
-    code = int(status) if isinstance(status, int) or (isinstance(status, str) and status.isdigit()) else None
+    code = _status(attrs.get("status"))
     if code is not None and 400 <= code < 500:  # the client's fault, not the server's
         return "WARNING"
     if attrs.get("error") or (code is not None and code >= 500):

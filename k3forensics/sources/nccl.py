@@ -33,9 +33,10 @@ def _build(g: pl.Expr) -> dict[str, pl.Expr]:
         "rank": pl.concat_str([pl.lit("dev"), g.struct.field("dev")]),
         "attrs": attrs_json(
             host=g.struct.field("host"),
-            pid=g.struct.field("npid").cast(pl.Int64),
-            tid=g.struct.field("tid").cast(pl.Int64),
-            dev=g.struct.field("dev").cast(pl.Int64),
+            # digits of any length match `\d+`: a number past Int64 becomes null, not a crash
+            pid=g.struct.field("npid").cast(pl.Int64, strict=False),
+            tid=g.struct.field("tid").cast(pl.Int64, strict=False),
+            dev=g.struct.field("dev").cast(pl.Int64, strict=False),
             src=g.struct.field("srcf"),
         ),
     }

@@ -232,7 +232,7 @@ def _q_gpu_facts(q: pl.DataFrame) -> pl.DataFrame:
         du.facts_from_frame(field("product name"), pl.lit("gpu_model"), pl.col("val")),
         du.facts_from_frame(field("gpu uuid"), pl.lit("gpu_uuid"), pl.format("gpu={} uuid={}", "gpu", "val")),
         du.facts_from_frame(field("fb memory usage/total").unique("val", keep="first", maintain_order=True),
-                            pl.lit("gpu_memory_total_mib"), du.leading_number(pl.col("val")).cast(pl.Int64)),
+                            pl.lit("gpu_memory_total_mib"), du.mib(pl.col("val"))),
         du.facts_from_frame(field("pci/bus id"), pl.lit("gpu_bus_id"), pl.format("gpu={} bus_id={}", "gpu", "val")),
         du.facts_from_frame(flagged, pl.lit("gpu_remap_pending"), pl.format("gpu={} {}={}", "gpu", "key", "val")),
         du.facts_from_frame(fabric, pl.lit("gpu_fabric"), pl.format("gpu={} {}={}", "gpu", "key", "val")),
@@ -369,14 +369,14 @@ def _csv_facts(cells: pl.DataFrame, col: dict[str, str]) -> pl.DataFrame:
         if field in col:
             parts.append(du.facts_from_frame(by_gpu, pl.lit(key), pl.col(col[field])))
     if "memory.total" in col:
-        totals = cells.with_columns(du.leading_number(pl.col(col["memory.total"])).cast(pl.Int64).alias("_t"))
+        totals = cells.with_columns(du.mib(pl.col(col["memory.total"])).alias("_t"))
         parts.append(du.facts_from_frame(totals.unique("_t", keep="first", maintain_order=True),
                                          pl.lit("gpu_memory_total_mib"), pl.col("_t")))
     if "pid" in col:
         gpu_col = col.get("gpu_bus_id", col.get("gpu_uuid"))
         gpu = pl.col(gpu_col) if gpu_col else pl.lit("?")
         name = pl.col(col["process_name"]) if "process_name" in col else pl.lit("?")
-        used = du.leading_number(pl.col(col["used_gpu_memory"])).cast(pl.Int64) if "used_gpu_memory" in col else pl.lit("?")
+        used = du.mib(pl.col(col["used_gpu_memory"])) if "used_gpu_memory" in col else pl.lit("?")
         parts.append(du.facts_from_frame(
             cells, pl.lit("gpu_process"), pl.format("gpu={} pid={} name={} used_mib={}", gpu, pl.col(col["pid"]), name, used)
         ))

@@ -20,7 +20,6 @@ file name without extension.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import PurePosixPath
 from typing import Any
@@ -77,6 +76,7 @@ def _parse_text(lines: pl.DataFrame) -> ParseResult:
     if bad.height:
         first = du.first_line_no(bad)
         warnings.append(f"{bad.height} malformed exposition lines, first at line {first}")
+    warnings += _duplicate_warning(samples)
     events = du.build_events(
         lines,
         NAME,
@@ -87,6 +87,18 @@ def _parse_text(lines: pl.DataFrame) -> ParseResult:
         .otherwise(pl.lit("exact")),
     )
     return ParseResult(events=events, samples=samples, facts=_type_facts(work), warnings=warnings)
+
+
+def _duplicate_warning(samples: pl.DataFrame) -> list[str]:
+    """Samples of a series already sampled at the same time (a scrape written twice, two exporters
+    behind one name): all are kept, in file order, and counted. Samples without a time are not
+    compared: concatenated scrapes without scrape-time comments repeat every series legitimately."""
+    timed = samples.filter(pl.col("ts").is_not_null())
+    repeats = timed.filter(~pl.struct("metric", "labels", "ts").is_first_distinct())
+    if repeats.height == 0:
+        return []
+    return [f"{repeats.height} samples repeat a series at the same time, first at line "
+            f"{du.first_line_no(repeats)}; all kept, in file order"]
 
 
 def _classify(lines: pl.DataFrame) -> pl.DataFrame:
@@ -186,6 +198,7 @@ def _parse_json(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     series_lines = lines.filter(pl.col("line").str.contains(r'"metric"\s*:')).get_column("line_no").to_list()
     rows: list[dict[str, Any]] = []
     errors: list[int] = []
+    skipped: list[int] = []  # values of a known document that are not [time, value] pairs
     fallback = PurePosixPath(ctx.file).stem
     for line_no, doc in docs:
         if not isinstance(doc, dict):
@@ -194,9 +207,12 @@ def _parse_json(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         if doc.get("status") == "error":
             errors.append(line_no)
             warnings.append(f"query error at line {line_no}: {doc.get('errorType')}: {doc.get('error')}")
-        warnings += [f"query warning: {w}" for w in doc.get("warnings", []) or []]
+        extra = doc.get("warnings")
+        warnings += [f"query warning: {w}" for w in (extra if isinstance(extra, list) else [extra] if extra else [])]
         located = series_lines if len(docs) == 1 else []  # JSON lines: the document's own line
-        rows += _json_rows(doc, line_no, str(doc.get("query") or fallback), located)
+        rows += _json_rows(doc, line_no, str(doc.get("query") or fallback), located, skipped)
+    if skipped:
+        warnings.append(f"{len(skipped)} values are not [time, number] pairs, first at line {min(skipped)}; skipped")
     samples = pl.DataFrame(
         rows, schema={"metric": pl.Utf8, "labels": pl.Utf8, "_t": pl.Float64, "value": pl.Float64, "line_no": pl.Int64}
     ).select("metric", "labels", du.epoch_to_ts(pl.col("_t")).alias("ts"), "value", "line_no")
@@ -214,8 +230,8 @@ def _load_json(lines: pl.DataFrame) -> tuple[list[tuple[int, Any]], list[int]]:
     texts = lines.get_column("line").fill_null("").to_list()  # raw: ANSI clean-up would eat `[5m]`
     first = next((i + 1 for i, t in enumerate(texts) if t.strip()), 1)
     try:
-        return [(first, json.loads("\n".join(texts)))], []
-    except json.JSONDecodeError:
+        return [(first, du.loads("\n".join(texts)))], []
+    except ValueError:
         pass
     docs: list[tuple[int, Any]] = []
     bad: list[int] = []
@@ -223,38 +239,61 @@ def _load_json(lines: pl.DataFrame) -> tuple[list[tuple[int, Any]], list[int]]:
         if not text.strip():
             continue
         try:
-            docs.append((line_no, json.loads(text)))
-        except json.JSONDecodeError:
+            docs.append((line_no, du.loads(text)))
+        except ValueError:
             bad.append(line_no)
     return docs, bad
 
 
-def _json_rows(doc: dict[str, Any], line_no: int, default_name: str, series_lines: list[int]) -> list[dict[str, Any]]:
-    data = doc.get("data") or {}
+def _json_rows(doc: dict[str, Any], line_no: int, default_name: str, series_lines: list[int],
+               skipped: list[int]) -> list[dict[str, Any]]:
+    """Sample rows of one query-API document; anything not shaped as the API documents it is
+    left out (and counted in `skipped`), never trusted: the file may come from anywhere."""
+    data = du.as_dict(doc.get("data"))
     kind, result = data.get("resultType"), data.get("result")
-    if kind == "scalar" and isinstance(result, list) and len(result) == 2:
-        return [_row(default_name, {}, result, line_no)]
+    if kind == "scalar":
+        row = _row(default_name, {}, result, line_no)
+        if row is None:
+            skipped.append(line_no)
+        return [row] if row else []
     if kind not in {"matrix", "vector"} or not isinstance(result, list):
         return []
     # a pretty-printed document has one `"metric":` line per series: point samples at it
     located = len(series_lines) == len(result)
     rows = []
     for i, series in enumerate(result):
-        metric = dict(series.get("metric") or {})
-        name = str(metric.pop("__name__", default_name))
         where = series_lines[i] if located else line_no
-        pairs = series.get("values") or ([series["value"]] if "value" in series else [])
-        rows += [_row(name, metric, pair, where) for pair in pairs if isinstance(pair, list) and len(pair) == 2]
+        if not isinstance(series, dict):
+            skipped.append(where)
+            continue
+        metric = dict(du.as_dict(series.get("metric")))
+        name = str(metric.pop("__name__", default_name))
+        pairs = du.as_list(series.get("values")) or ([series["value"]] if "value" in series else [])
+        for pair in pairs:
+            row = _row(name, metric, pair, where)
+            if row is None:
+                skipped.append(where)
+            else:
+                rows.append(row)
     return rows
 
 
-def _row(name: str, labels: dict[str, Any], pair: list[Any], line_no: int) -> dict[str, Any]:
-    return {"metric": name, "labels": du.labels_json(labels), "_t": float(pair[0]), "value": _float(pair[1]),
+def _row(name: str, labels: dict[str, Any], pair: Any, line_no: int) -> dict[str, Any] | None:
+    """One sample from a `[unix time, "value"]` pair, or None when the pair is not one."""
+    if not isinstance(pair, list) or len(pair) != 2:
+        return None
+    when = _float(pair[0])
+    if when is None:
+        return None
+    return {"metric": name, "labels": du.labels_json(labels), "_t": when, "value": _float(pair[1]),
             "line_no": line_no}
 
 
 def _float(value: Any) -> float | None:
+    """A JSON number or numeric string (`"NaN"`, `"+Inf"` included) as a float; None otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (ValueError, OverflowError):  # an integer too large for a float overflows
         return None

@@ -31,7 +31,7 @@ INDENTED = r"^(?:\s{2,}\S|\s*[\^~]+\s*$|\s*\.\.\.<\d+ lines>\.\.\.)"
 def _build_frame(g: pl.Expr) -> dict[str, pl.Expr]:
     return {
         "level": pl.lit("ERROR"),
-        "attrs": attrs_json(path=g.struct.field("path"), lineno=g.struct.field("lineno").cast(pl.Int64),
+        "attrs": attrs_json(path=g.struct.field("path"), lineno=g.struct.field("lineno").cast(pl.Int64, strict=False),
                             func=g.struct.field("func")),
     }
 

@@ -1,0 +1,27 @@
+"""A timeline database is an input too (`triage`, `report`, `query` and `export` read one, and
+one may come from a stranger): its content must not steer where anything is written."""
+
+from __future__ import annotations
+
+import make
+import pytest
+from hostile_run import EXIT_RESULT, Sandbox, _listing, check_run
+
+
+@pytest.mark.xfail(strict=True, reason="cli/main.py export pastes each table name into `COPY {table} TO …` and into "
+                   "the Parquet file name: a table named `meta TO '/x' (FORMAT csv); --` writes /x, one named "
+                   "`../x` writes beside the folder; export only the schema's tables, quoted")
+def test_export_of_a_poisoned_database_writes_only_into_its_folder(sandbox: Sandbox) -> None:
+    (sandbox.inputs / "vllm.log").write_bytes(make.failing_log())
+    check_run(sandbox.run("ingest", sandbox.inputs / "vllm.log", "--db", "timeline.duckdb"), [0])
+    target = sandbox.root / "injected.csv"
+    make.poison_database(sandbox.work / "timeline.duckdb", target)
+    sandbox.snapshot()
+    triage, export = sandbox.run_all(["triage", "timeline.duckdb", "--format", "json"],
+                                     ["export", "timeline.duckdb", "--parquet", "out"])
+    assert not target.exists(), "export ran SQL taken from a table name"
+    assert not (sandbox.work / "escaped-table.parquet").exists()  # out/zz/../../escaped-table.parquet
+    check_run(triage, EXIT_RESULT)  # the extra tables are ignored
+    check_run(export, [0, 2])
+    outside = {p for p in _listing(sandbox.root) - sandbox._before if not p.startswith("work/out/")}  # type: ignore[operator]
+    assert outside <= {"work/out"}, sorted(outside)
