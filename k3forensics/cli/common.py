@@ -55,29 +55,37 @@ def reports_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        previous = warnings.formatwarning
         if not os.environ.get("K3F_DEBUG"):
-            warnings.formatwarning = _format_warning
+            warnings.formatwarning = _format_warning  # for this command only (callers in-process keep theirs)
         try:
-            return func(*args, **kwargs)
-        except K3Error as exc:
-            console(stderr=True).print(safe(f"error: {exc}"))
-            sys.exit(EXIT_USAGE)
-        except MemoryError:
-            console(stderr=True).print("error: out of memory while reading the bundle; see the README, Performance")
-            sys.exit(EXIT_USAGE)
-        except OSError as exc:
-            where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-            console(stderr=True).print(safe(f"error: {where}{exc.strerror or exc}"))
-            sys.exit(EXIT_USAGE)
-        except Exception as exc:  # a bug of ours: one line for the user, the trace on request
-            if os.environ.get("K3F_DEBUG"):
-                raise
-            console(stderr=True).print(safe(
-                f"internal error: {type(exc).__name__}: {_first_line(exc)} (a k3forensics bug; rerun with "
-                "K3F_DEBUG=1 for the trace and report it)"))
-            sys.exit(EXIT_INTERNAL)
+            return _run(func, *args, **kwargs)
+        finally:
+            warnings.formatwarning = previous
 
     return wrapper  # type: ignore[return-value]
+
+
+def _run(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    try:
+        return func(*args, **kwargs)
+    except K3Error as exc:
+        console(stderr=True).print(safe(f"error: {exc}"))
+        sys.exit(EXIT_USAGE)
+    except MemoryError:
+        console(stderr=True).print("error: out of memory while reading the bundle; see the README, Performance")
+        sys.exit(EXIT_USAGE)
+    except OSError as exc:
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        console(stderr=True).print(safe(f"error: {where}{exc.strerror or exc}"))
+        sys.exit(EXIT_USAGE)
+    except Exception as exc:  # a bug of ours: one line for the user, the trace on request
+        if os.environ.get("K3F_DEBUG"):
+            raise
+        console(stderr=True).print(safe(
+            f"internal error: {type(exc).__name__}: {_first_line(exc)} (a k3forensics bug; rerun with "
+            "K3F_DEBUG=1 for the trace and report it)"))
+        sys.exit(EXIT_INTERNAL)
 
 
 def signature_options(func: F) -> F:

@@ -133,12 +133,19 @@ def test_internal_error_is_one_line(capsys: pytest.CaptureFixture[str], monkeypa
 
 
 def test_python_warnings_are_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A warning from inside k3forensics (a library's UserWarning) is formatted as one line on
-    stderr, without our source line; recording warnings (test runners) is left alone."""
+    """While a command runs, a warning from inside k3forensics (a library's UserWarning) is
+    formatted as one line without our source line; afterwards the format is the caller's again
+    (whoever records warnings, such as a test runner, still records them)."""
     monkeypatch.delenv("K3F_DEBUG", raising=False)
-    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)  # restored after the test
-    reports_errors(lambda: None)()
-    text = warnings.formatwarning("Comparisons with None always result in null.\nConsider `.is_null()`.",
-                                  UserWarning, "/site-packages/k3forensics/triage/oom.py", 87, "    x = a != None")
-    assert text == ("internal warning: UserWarning: Comparisons with None always result in null. (oom.py:87; "
-                    "a k3forensics bug, please report it)\n")
+    before = warnings.formatwarning
+    seen: list[str] = []
+
+    @reports_errors
+    def command() -> None:
+        seen.append(warnings.formatwarning("Comparisons with None always result in null.\nConsider `.is_null()`.",
+                                           UserWarning, "/site-packages/k3forensics/triage/oom.py", 87, "x != None"))
+
+    command()
+    assert seen == ["internal warning: UserWarning: Comparisons with None always result in null. (oom.py:87; "
+                    "a k3forensics bug, please report it)\n"]
+    assert warnings.formatwarning is before
