@@ -536,6 +536,17 @@ CAPTURE_LINES = [
 ]
 
 
+# A docker json-file log cut mid-record (the node died while writing), then written on.
+DOCKER_JSON_LINES = [
+    '{"log":"INFO 08-18 14:10:40 [api_server.py:1885] vLLM API server version 0.11.0\\n","stream":"stdout",'
+    '"time":"2026-08-18T14:10:40.000000001Z"}',
+    '{"log":"INFO 08-18 14:10:41 [gpu_model_runner.py:2338] Starting to load model\\n","stream":"stdout",'
+    '"time":"2026-08-18T14:10:41.000000001Z"}',
+    '{"log":"INFO 08-18 14:10:42 [gpu_model_runner.py:2338] Loading wei',
+    '{"log":"ERROR 08-18 14:10:50 [core.py:708] EngineCore failed to start.\\n","stream":"stderr",'
+    '"time":"2026-08-18T14:10:50.000000001Z"}',
+]
+
 # Numbers longer than any integer type, where formats capture `\d+` (NCCL pid/tid/device, a
 # traceback's line number, a GPU index) or a float (memory sizes).
 BIG = "9" * 25
@@ -582,7 +593,7 @@ def zoo(folder: Path) -> Zoo:
         (bundle / case.name).write_bytes(text(case.lines))
         lines[case.name] = len(case.lines)
     for name, json_lines in (("query-range.json", QUERY_JSON_LINES), ("capture.jsonl", CAPTURE_LINES),
-                             *HUGE_NUMBER_FILES.items()):
+                             ("container-cut.log", DOCKER_JSON_LINES), *HUGE_NUMBER_FILES.items()):
         (bundle / name).write_bytes(text(json_lines))
         lines[name] = len(json_lines)
     secret = folder / "outside" / "secret.txt"
