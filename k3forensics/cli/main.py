@@ -23,6 +23,7 @@ from k3forensics.cli.report import report
 from k3forensics.cli.signatures import signatures
 from k3forensics.cli.tables import print_frame
 from k3forensics.timeline.ingest import IngestSummary, ingest
+from k3forensics.timeline.schema import TIMELINE_TABLES
 from k3forensics.timeline.store import open_timeline
 from k3forensics.triage.contract import to_contract
 from k3forensics.triage.run import triage as run_triage
@@ -121,10 +122,13 @@ def export_cmd(db: Path, parquet_dir: Path) -> None:
     con = open_timeline(db)
     parquet_dir.mkdir(parents=True, exist_ok=True)
     try:
-        tables = [r[0] for r in con.sql("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()]
-        for table in tables:
+        present = {r[0] for r in con.sql("SELECT table_name FROM information_schema.tables").fetchall()}
+        # Only the timeline's own tables, by their known names: a table name in a database
+        # from someone else never becomes part of a statement or a path.
+        for table in (t for t in TIMELINE_TABLES if t in present):
             target = (parquet_dir / f"{table}.parquet").resolve()
-            con.execute(f"COPY {table} TO '{str(target).replace(chr(39), chr(39) * 2)}' (FORMAT parquet)")
+            quoted = str(target).replace("'", "''")
+            con.execute(f"COPY \"{table}\" TO '{quoted}' (FORMAT parquet)")
             console().print(safe(f"{table} → {target}"))
     finally:
         con.close()

@@ -166,9 +166,11 @@ def parse_condition(text: str, where: Location | None = None) -> Node:
     """Parse a condition; a syntax error names file:line:column and shows a caret."""
     try:
         tree = _parser().parse(text)
+        return _ToAst().transform(tree)
     except UnexpectedInput as exc:
         raise _syntax_error(text, exc, where) from None
-    return _ToAst().transform(tree)
+    except RecursionError:
+        raise SignatureError("condition nests too deeply (simplify the not/and/or chain)", where) from None
 
 
 def _syntax_error(text: str, exc: UnexpectedInput, where: Location | None) -> SignatureError:

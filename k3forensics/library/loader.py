@@ -123,7 +123,11 @@ def build_signature(entry: Any, display: str, library: str) -> Signature:
     errors: list[str] = []
     unknown = set(entry) - KNOWN_KEYS - {LINE_KEY, MARKS_KEY}
     if unknown:
-        errors.append(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}")
+        marks = entry.get(MARKS_KEY, {})
+        first = min(unknown, key=lambda k: marks.get(k, (line, 1)))
+        key_line, key_col = marks.get(first, (line, 1))
+        raise _problem(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}",
+                       Location(display, key_line, max(1, key_col - len(str(first)) - 2)))
     for key in ("id", "title", "category", "role", "match"):
         if not isinstance(entry.get(key), str) or not entry.get(key).strip():
             errors.append(f"`{key}` is required and must be a non-empty string")

@@ -46,7 +46,7 @@ def parse_log_frame(lines: pl.DataFrame, formats: list[LineFormat]) -> pl.DataFr
         )
         groups = prefixed.get_column("g")
         process = process.scatter(rows, groups.struct.field("proc").str.strip_chars())
-        pid = pid.scatter(rows, groups.struct.field("pid").cast(pl.Int64))
+        pid = pid.scatter(rows, groups.struct.field("pid").cast(pl.Int64, strict=False))
         rest = rest.scatter(rows, prefixed.get_column("rest"))
     fields = formats_frame(rest, formats)
     parsed = lines.with_columns(process, pid, rest.alias("_rest")).hstack(fields).with_columns(
@@ -69,7 +69,7 @@ def parse_log_lazy(lines: pl.LazyFrame, formats: list[LineFormat]) -> pl.LazyFra
     prefix = text.str.extract_groups(PROCESS_PREFIX)
     with_prefix = lines.with_columns(
         prefix.struct.field("proc").str.strip_chars().alias("process"),
-        prefix.struct.field("pid").cast(pl.Int64).alias("pid"),
+        prefix.struct.field("pid").cast(pl.Int64, strict=False).alias("pid"),
         # What follows the process prefix is what the line formats see.
         text.str.replace(PROCESS_PREFIX, "").alias("_rest"),
     )

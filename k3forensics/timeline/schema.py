@@ -4,6 +4,8 @@ from __future__ import annotations
 
 SCHEMA_VERSION = 1
 
+TIMELINE_TABLES = ("meta", "files", "nodes", "events", "samples", "facts", "warnings")
+
 DDL = [
     "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
     """CREATE TABLE files (

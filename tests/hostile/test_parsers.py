@@ -98,8 +98,6 @@ def test_nccl_and_traceback_numbers_past_int64() -> None:
     assert json.loads(events.get_column("attrs")[0])["host"] == "gpu-node-7"
 
 
-@pytest.mark.xfail(strict=True, reason="sources/logs.py casts the process prefix's pid (`pid=(\\d+)`) with a strict "
-                   "cast: a pid past Int64 raises InvalidOperationError (exit 3); cast(pl.Int64, strict=False)")
 def test_process_prefix_pid_past_int64() -> None:
     line = f"(EngineCore pid={make.BIG}) INFO 08-18 14:10:50 [core.py:1] hello"
     assert parse_log(lines_frame([line]), CTX).events.height == 1
