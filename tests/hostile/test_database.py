@@ -4,7 +4,6 @@ one may come from a stranger): its content must not steer where anything is writ
 from __future__ import annotations
 
 import make
-import pytest
 from hostile_run import EXIT_RESULT, Sandbox, _listing, check_run
 
 
