@@ -22,8 +22,9 @@ DATED = ("exact", "zoneless")
 
 
 def in_year(expr: pl.Expr, year: pl.Expr) -> pl.Expr:
-    return pl.datetime(year, expr.dt.month(), expr.dt.day(), expr.dt.hour(), expr.dt.minute(),
-                       expr.dt.second(), expr.dt.microsecond(), time_zone="UTC")
+    # Shifting by whole years keeps the time of day and turns a year-less Feb 29 into Feb 28
+    # of a non-leap year (a rebuilt date would not exist and raise).
+    return expr.dt.offset_by(pl.format("{}y", year - expr.dt.year()))
 
 
 def _first_year(first: pl.Expr, reference: datetime) -> pl.Expr:

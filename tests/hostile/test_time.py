@@ -131,8 +131,6 @@ def test_nodes_with_clocks_minutes_apart_default_skew(sandbox: Sandbox) -> None:
     assert first["signature"] == FAILURE and first["node"] == "node-a"
 
 
-@pytest.mark.xfail(strict=True, reason="timeline/times.py resolve_times rebuilds a year-less date with pl.datetime(...), "
-                   "which raises on Feb 29 of a non-leap year (ComputeError: exit 3)")
 def test_year_less_leap_day_in_a_non_leap_year(sandbox: Sandbox) -> None:
     result = accept(sandbox, make.leap_day_without_year(sandbox.inputs), full=False, report=False)
     check_conserved(result.db, {"syslog": 2, "collector.log": 1})
