@@ -95,8 +95,9 @@ def _match_all_lines(events: pl.DataFrame, library: Library, signatures: list[Si
 
 def text_column(line: pl.Series) -> pl.Series:
     """`prepare`'s `_text` computed eagerly: ANSI colour stripped only where an ESC occurs."""
-    line = line.fill_null("")
-    rows = line.str.contains("\x1b", literal=True).arg_true()
+    if line.null_count():
+        line = line.fill_null("")
+    rows = line.str.contains("\x1b", literal=True).arg_true()  # else `_text` shares `line`'s buffers
     if rows.len():
         stripped = pl.DataFrame({"t": line.gather(rows)}).select(strip_ansi(pl.col("t"))).to_series()
         line = line.scatter(rows, stripped)

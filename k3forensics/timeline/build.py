@@ -164,7 +164,7 @@ class TimelineBuild:
         self.milestones.append(timed.filter(pl.col("milestone").is_not_null() & ~grouped)
                                .select(list(_MILESTONE_COLUMNS)))
         if self.tracebacks_matter:
-            state.traceback_lines.append(timed.filter(grouped))
+            state.traceback_lines.append(_compact(timed.filter(grouped)))
 
     def _rematch_tracebacks(self, state: FileState) -> None:
         """A traceback group cut by a chunk boundary was matched in pieces: now that the file is
@@ -180,8 +180,11 @@ class TimelineBuild:
     def _note_nccl_hosts(self, events: pl.DataFrame) -> None:
         hosts = events.filter((pl.col("source") == "nccl") & pl.col("attrs").str.contains('"host":', literal=True))
         if hosts.height:
-            found = hosts.select(pl.col("attrs").str.json_path_match("$.host")).to_series().drop_nulls()
-            self.nccl_hosts.update(dict(found.value_counts().iter_rows()))
+            # Few distinct attrs among many lines: read the JSON of each distinct one once.
+            counted = hosts.group_by("attrs").len().select(
+                pl.col("attrs").str.json_path_match("$.host").alias("host"), "len").drop_nulls("host")
+            for host, count in counted.group_by("host").agg(pl.col("len").sum()).iter_rows():
+                self.nccl_hosts[host] += count
 
     # -- between the passes ---------------------------------------------------------------------
 
@@ -265,7 +268,8 @@ class TimelineBuild:
             state.last_ts = high if state.last_ts is None else max(state.last_ts, high)  # type: ignore[type-var]
         hosted = events.filter(pl.col("attrs").str.contains('"host":', literal=True))
         if hosted.height:
-            found = hosted.select("node", pl.col("attrs").str.json_path_match("$.host").alias("host")).drop_nulls()
+            distinct = hosted.select("node", "attrs").unique()  # the JSON of each distinct attrs read once
+            found = distinct.select("node", pl.col("attrs").str.json_path_match("$.host").alias("host")).drop_nulls()
             for node, host in found.unique().iter_rows():
                 self.hosts.setdefault(node, set()).add(host)
 
@@ -287,3 +291,9 @@ class TimelineBuild:
     def milestones_ready(self) -> bool:
         """Milestone conditions read only what pass 1 knows; else the whole-bundle path is needed."""
         return all(pass_one_safe(s.condition) for s in self.library.of_role(Role.MILESTONE))
+
+
+def _compact(frame: pl.DataFrame) -> pl.DataFrame:
+    """A copy of a few rows that owns its strings: a filtered frame's string columns still
+    point into the whole chunk's text, which would stay in memory as long as the rows do."""
+    return pl.DataFrame({c: frame.get_column(c).to_list() for c in frame.columns}, schema=frame.schema)

@@ -15,7 +15,7 @@ import polars as pl
 
 from k3forensics import __version__
 from k3forensics.library.loader import Library, load_library
-from k3forensics.timeline.build import EVENT_ORDER, Progress, TimelineBuild
+from k3forensics.timeline.build import Progress, TimelineBuild
 from k3forensics.timeline.inmemory import build_whole
 from k3forensics.timeline.manifest import files_manifest, nodes_table
 from k3forensics.timeline.parse_file import CHUNK_BYTES
@@ -64,9 +64,9 @@ def build_timeline(bundle: Path, library: Library | None = None, progress: Progr
     build.read()
     settled = build.settle()
     chunks = list(build.finish())
-    events = pl.concat(chunks) if chunks else pl.DataFrame(schema={c: pl.Utf8 for c in EVENT_ORDER})
-    if not chunks:  # the whole-bundle computation gives no columns at all for an empty bundle
-        events = pl.DataFrame()
+    # rechunk=False: the chunks become one frame without copying every column once more.
+    # An empty bundle gives a frame without columns, as the whole-bundle computation does.
+    events = pl.concat(chunks, rechunk=False) if chunks else pl.DataFrame()
     samples, facts = build.side_tables()
     files, nodes = _tables(build)
     return Timeline(events, samples, facts, files, nodes, build.warnings, settled.reference.year)

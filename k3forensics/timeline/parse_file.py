@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 
 import polars as pl
@@ -24,7 +24,7 @@ from k3forensics.text import LOST_ESC_PATTERN, strip_ansi
 from k3forensics.timeline.tracebacks import FileTracebacks
 
 HEAD_BYTES = 8192
-CHUNK_BYTES = 64 << 20  # log files are parsed this many bytes at a time
+CHUNK_BYTES = 16 << 20  # log files are parsed this many bytes at a time (memory follows it)
 
 # Every events frame is brought to these columns before the bundle is put together.
 FRAME_COLUMNS: dict[str, pl.DataType] = {
@@ -119,7 +119,8 @@ class FileReader:
         decided = False
         pending: list[pl.DataFrame] = []   # a document's lines, parsed once all are read
         for decoded in iter_decoded_chunks(self.bf, chunk_bytes=self.chunk_bytes):
-            self.info.decoded = decoded
+            # Keep what the manifest needs, not the chunk's lines (a file's worth of text).
+            self.info.decoded = replace(decoded, lines=decoded.lines.clear())
             if decoded.lines.height:
                 raw.append(self._lines(decoded.lines))
             if not decided:

@@ -14,6 +14,7 @@ from k3forensics.timeline.schema import DDL, EVENT_COLUMNS, SCHEMA_VERSION
 if TYPE_CHECKING:  # duckdb is imported where a database is opened: `triage BUNDLE` never needs it
     import duckdb
 
+WRITER_MEMORY = "512MB"
 SAMPLE_COLUMNS = ["node", "file", "line_no", "metric", "labels", "ts", "value"]
 FACT_COLUMNS = ["node", "file", "line_no", "key", "value"]
 
@@ -41,7 +42,9 @@ class TimelineWriter:
             stale.unlink(missing_ok=True)
         import duckdb
 
-        self.con = duckdb.connect(str(self.tmp))
+        # DuckDB caches the pages it writes up to its memory limit (most of RAM by default): a
+        # bounded cache keeps ingest's memory flat whatever the bundle's size.
+        self.con = duckdb.connect(str(self.tmp), config={"memory_limit": WRITER_MEMORY})
         self.done = False
         for statement in DDL:
             self.con.execute(statement)

@@ -79,17 +79,22 @@ class FileTracebacks:
         frame = events.hstack(marks).with_columns(
             pl.col("process").fill_null("").alias("_proc"), pl.col("pid").fill_null(-1).alias("_pid"),
         )
-        open_groups = any(nth > 0 for _, nth in self.runs.values())
-        if not open_groups and not marks.get_column("_start").any():
-            self._carry_plain(frame)
-            tb_group = pl.lit(None, pl.Int64)
-        else:
-            frame = self._numbered(frame)
-            tb_group = pl.when(pl.col("_belongs") & (pl.col("_nth") > 0)).then(
+        # Only streams with a traceback start here, or one still open, need their lines numbered;
+        # the others only count their plain lines (most lines of a big log).
+        opened = [key for key, (_, nth) in self.runs.items() if nth > 0]
+        started = frame.filter(pl.col("_start")).select(_STREAM).unique()
+        keys = pl.concat([started, pl.DataFrame(opened, schema={"_proc": pl.Utf8, "_pid": pl.Int64}, orient="row")])
+        frame = frame.with_row_index("_i")
+        busy = frame.join(keys.unique(), on=_STREAM, how="semi", maintain_order="left")
+        self._carry_plain(frame.join(keys.unique(), on=_STREAM, how="anti"))
+        groups = pl.Series("tb_group", [None] * frame.height, dtype=pl.Int64)
+        if busy.height:
+            numbered = self._numbered(busy).select("_i", pl.when(pl.col("_belongs") & (pl.col("_nth") > 0)).then(
                 (pl.struct(pl.lit(self.file, pl.Utf8).alias("file"), pl.col("_proc").alias("process"),
                            pl.col("_pid").alias("pid"), "_run", "_nth").hash(seed=7) // 2).cast(pl.Int64)
-            ).otherwise(None)
-        out = frame.with_columns(tb_group.alias("tb_group"))
+            ).otherwise(None).alias("tb_group"))
+            groups = groups.scatter(numbered.get_column("_i"), numbered.get_column("tb_group"))
+        out = frame.with_columns(groups).drop("_i")
         self._note_finals(out)
         return out.with_columns(
             self.final_flags(out).alias("tb_final"), pl.col("_exc").alias("exception"),
