@@ -201,7 +201,7 @@ class Matcher:
         union = Literals()
         for r in found.values():
             union = union | r  # type: ignore[operator]
-        pool = self.frame.filter(union.mask(pl.col(TEXT)))
+        pool = _where(self.frame, union.mask(pl.col(TEXT)))
         present = _present(pool.get_column(TEXT), union) if pool.height else (set(), set())
         grouped = pool.select(pl.col("tb_group").is_not_null().any()).item() if pool.height else False
         # Signatures none of whose literals occur in the pool have no candidates: no mask for them.
@@ -284,12 +284,12 @@ class Matcher:
             else:
                 frame = self._pool.gather(self._masks.get_column(sig_id).arg_true())
         else:
-            frame = (self._pool if self._pool is not None else self.frame).filter(literals.mask(pl.col(TEXT)))
+            frame = _where(self._pool if self._pool is not None else self.frame, literals.mask(pl.col(TEXT)))
         if not others:
             return frame
         hit_seqs = pl.concat(list(others.values())).unique()
         if literals is not None:
-            extra = self.frame.filter(pl.col("seq").is_in(hit_seqs) & ~pl.col("seq").is_in(frame.get_column("seq")))
+            extra = _where(self.frame, pl.col("seq").is_in(hit_seqs) & ~pl.col("seq").is_in(frame.get_column("seq")))
             frame = pl.concat([frame, extra])
         return frame.with_columns(pl.col("seq").is_in(rows).alias(_hit_column(other)) for other, rows in others.items())
 
@@ -297,14 +297,15 @@ class Matcher:
         """The traceback groups in which some line passes the test."""
         if node not in self._groups:
             if self._traceback_lines is None:
-                self._traceback_lines = self.frame.filter(pl.col("tb_group").is_not_null()).select("tb_group", TEXT)
+                self._traceback_lines = _where(self.frame.select("tb_group", TEXT), pl.col("tb_group").is_not_null())
             passing = self._traceback_lines.filter(text_expr(pl.col(TEXT), node.op, node.value))
             self._groups[node] = passing.get_column("tb_group").unique()
         return self._groups[node]
 
     def first_milestones(self, phase: str) -> dict[str, object]:
         if phase not in self._firsts:
-            firsts = self.frame.filter(pl.col("milestone") == phase).group_by("node").agg(pl.col("ts_order").min())
+            milestones = _where(self.frame.select("milestone", "node", "ts_order"), pl.col("milestone") == phase)
+            firsts = milestones.group_by("node").agg(pl.col("ts_order").min())
             self._firsts[phase] = {n: t for n, t in firsts.iter_rows() if n is not None}
         return self._firsts[phase]
 
@@ -324,6 +325,12 @@ def profile(events: pl.DataFrame, library: Library) -> tuple[pl.DataFrame, float
                 "prefilter": pl.Utf8},
     )
     return table, matcher.pool_seconds
+
+
+def _where(frame: pl.DataFrame, predicate: pl.Expr) -> pl.DataFrame:
+    """`frame.filter(predicate)` through a computed mask: filtering a large frame by an
+    expression holds a transient copy of its columns (measured: most of the frame again)."""
+    return frame.filter(frame.select(predicate.fill_null(False)).to_series())
 
 
 def _present(text: pl.Series, union: Literals) -> tuple[set[str], set[str]]:
@@ -361,7 +368,10 @@ def _with_captures(hits: pl.DataFrame, events: pl.DataFrame, signatures: list[Si
     hits = hits.with_columns(pl.lit(None, pl.Utf8).alias("captures"))
     if not signatures or hits.height == 0:
         return hits
-    texts = prepare(hits.lazy().join(events.lazy().select("seq", "line"), on="seq", how="left"))
+    # Only the hit lines' text is needed: select them before the join (a join against every
+    # line would hash every line's seq).
+    lines = _where(events.select("seq", "line"), pl.col("seq").is_in(hits.get_column("seq").unique()))
+    texts = prepare(hits.lazy().join(lines.lazy(), on="seq", how="left"))
     with_caps = [s.id for s in signatures]
     pieces = [texts.filter(~pl.col("signature").is_in(with_caps)).select(hits.columns)]
     for sig in signatures:

@@ -64,9 +64,8 @@ def build_timeline(bundle: Path, library: Library | None = None, progress: Progr
     build.read()
     settled = build.settle()
     chunks = list(build.finish())
-    # rechunk=False: the chunks become one frame without copying every column once more.
     # An empty bundle gives a frame without columns, as the whole-bundle computation does.
-    events = pl.concat(chunks, rechunk=False) if chunks else pl.DataFrame()
+    events = _one_chunk(chunks) if chunks else pl.DataFrame()
     samples, facts = build.side_tables()
     files, nodes = _tables(build)
     return Timeline(events, samples, facts, files, nodes, build.warnings, settled.reference.year)
@@ -102,6 +101,19 @@ def ingest(bundle: Path, db: Path, library: Library | None = None, progress: Pro
     finally:
         build.spool.close()
     return IngestSummary(db, files, nodes, build.warnings, settled.reference.year)
+
+
+def _one_chunk(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """The chunks as one frame whose columns are each one contiguous chunk, built column by
+    column so that at most one column exists twice. (Eager polars operations on a frame of
+    many chunks copy it whole first: every filter the triage runs would.)"""
+    frames, pending = list(frames), frames
+    pending.clear()  # the caller's list must not keep the old chunks alive
+    columns = []
+    for name in frames[0].columns:
+        columns.append(pl.concat([f.get_column(name) for f in frames], rechunk=True))
+        frames = [f.drop(name) for f in frames]
+    return pl.DataFrame(columns)
 
 
 def _tables(build: TimelineBuild) -> tuple[pl.DataFrame, pl.DataFrame]:
