@@ -201,7 +201,7 @@ class Matcher:
         union = Literals()
         for r in found.values():
             union = union | r  # type: ignore[operator]
-        pool = _where(self.frame, union.mask(pl.col(TEXT)))
+        pool = _where(self.frame, union.loose_mask(pl.col(TEXT)))
         present = _present(pool.get_column(TEXT), union) if pool.height else (set(), set())
         grouped = pool.select(pl.col("tb_group").is_not_null().any()).item() if pool.height else False
         # Signatures none of whose literals occur in the pool have no candidates: no mask for them.

@@ -71,6 +71,20 @@ class Literals:
         shortest = min(len(s) for s in self.strings)
         return shortest + (0 if self.in_traceback else 1000), -len(self.strings)
 
+    def loose_mask(self, text: pl.Expr) -> pl.Expr:
+        """A superset of `mask` in one regex pass: the folded literals in Unicode case-
+        insensitive form (the engine's literal search is faster than many-pattern
+        Aho-Corasick). For the bundle-wide pass; `mask` then decides per signature."""
+        parts = []
+        if self.exact:
+            parts.append("|".join(re.escape(s) for s in sorted(self.exact)))
+        if self.folded:
+            parts.append("(?i:" + "|".join(re.escape(s) for s in sorted(self.folded)) + ")")
+        out = [text.str.contains("|".join(parts))] if parts else []
+        if self.in_traceback:
+            out.append(pl.col("tb_group").is_not_null())
+        return pl.any_horizontal(out).fill_null(False)
+
     def mask(self, text: pl.Expr, tb_group: pl.Expr | None = None) -> pl.Expr:
         parts = []
         if self.exact:

@@ -10,9 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import polars as pl
+
+try:  # the parser behind `re` (same group syntax as the engine's); Python 3.11 names it re._parser
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    import sre_parse  # type: ignore[no-redef]
 
 from k3forensics.sources.base import UTC_US
 
@@ -175,10 +181,58 @@ def _build_fields(texts: pl.Series | None, fmt: LineFormat | None, rows: np.ndar
     frame = pl.DataFrame({"_row": pl.Series(rows, dtype=pl.Int64)})
     if fmt is not None and texts is not None:
         # Captured once; the builders read fields of this struct column.
-        frame = frame.with_columns(texts.str.extract_groups("(?P<_m>)" + fmt.pattern).alias("_g"))
+        frame = frame.with_columns(_captures(texts, fmt.pattern).alias("_g"))
         fields = {"source": pl.lit(fmt.source)} | fmt.build(pl.col("_g"))
     for name in FIELDS:
         dtype = UTC_US if name == "ts" else pl.Utf8
         exprs.append((fields[name] if name in fields else pl.lit(None, dtype)).cast(dtype).alias(name))
     exprs.append(pl.lit(fmt.name if fmt else None, pl.Utf8).alias("format"))
     return frame.select("_row", *exprs)
+
+
+_MESSAGE_TAIL = "(?P<msg>.*)$"
+
+
+def _captures(texts: pl.Series, pattern: str) -> pl.Series:
+    """`extract_groups("(?P<_m>)" + pattern)` on lines the pattern matches.
+
+    Most formats end in `(?P<msg>.*)$`, which matches whatever follows the rest of the
+    pattern on a line (a line holds no newline). Captures cost in proportion to the length
+    they span, so the head is captured on its own and `msg` is the text after it.
+    """
+    head = _message_head(pattern)
+    if head is None:
+        return texts.str.extract_groups("(?P<_m>)" + pattern)
+    groups = texts.str.extract_groups("(?P<_head>(?P<_m>)" + head + ")")
+    message = texts.str.slice(groups.struct.field("_head").str.len_chars())
+    return pl.DataFrame({"g": groups}).select(
+        pl.col("g").struct.with_fields(message.alias("msg")).struct.field(*_group_order(pattern))
+    ).select(pl.struct(pl.all())).to_series()
+
+
+@cache
+def _message_head(pattern: str) -> str | None:
+    """The pattern without its trailing `(?P<msg>.*)$`, when that tail sits at the top level
+    (checked with Python's parser of the same syntax); else None."""
+    if not pattern.endswith(_MESSAGE_TAIL):
+        return None
+    try:
+        parsed = list(sre_parse.parse(pattern))
+    except Exception:  # a syntax only the engine knows: keep the plain capture
+        return None
+    if len(parsed) < 2 or parsed[-1] != (sre_parse.AT, sre_parse.AT_END):
+        return None
+    op, arg = parsed[-2]
+    body = list(arg[3]) if op is sre_parse.SUBPATTERN else []
+    if len(body) != 1 or body[0][0] is not sre_parse.MAX_REPEAT:
+        return None
+    low, high, item = body[0][1]
+    if (low, high) != (0, sre_parse.MAXREPEAT) or list(item) != [(sre_parse.ANY, None)]:
+        return None
+    return pattern[: -len(_MESSAGE_TAIL)]
+
+
+@cache
+def _group_order(pattern: str) -> tuple[str, ...]:
+    """The named groups of `(?P<_m>)` + pattern, in order (the struct `extract_groups` gives)."""
+    return ("_m", *sre_parse.parse(pattern).state.groupdict)
