@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from enum import StrEnum
 
 import polars as pl
@@ -206,8 +207,9 @@ def _join_fragments(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(joined.alias("_joined"))
 
 
-def unwrap_report(lines: pl.DataFrame, kind: str) -> tuple[pl.DataFrame, list[str]]:
-    """`unwrap`, plus a counted warning for the lines that do not carry the envelope."""
+def unwrap_counted(lines: pl.DataFrame, kind: str) -> tuple[pl.DataFrame, BareLines]:
+    """`unwrap`, plus the count of lines that do not carry the envelope (for a chunked reader
+    to add up over a file and report once, with `BareLines.warning`)."""
     envelope = Envelope(kind)
     frame = _join_fragments(_with_envelope(lines, envelope))
     frame = frame.with_columns(pl.when(pl.col("_final")).then(pl.col("_joined")).otherwise(pl.col("_msg"))
@@ -225,21 +227,48 @@ def unwrap_report(lines: pl.DataFrame, kind: str) -> tuple[pl.DataFrame, list[st
         continued.alias("continued"),
     )
     columns = [c for c in lines.columns if c != "continued"] + ["continued"]
-    return out.select(columns), _bare_lines_warning(out, envelope)
+    return out.select(columns), BareLines.of(out, envelope)
+
+
+def unwrap_report(lines: pl.DataFrame, kind: str) -> tuple[pl.DataFrame, list[str]]:
+    """`unwrap`, plus a counted warning for the lines that do not carry the envelope."""
+    out, bare = unwrap_counted(lines, kind)
+    return out, bare.warning()
 
 
 def unwrap(lines: pl.DataFrame, kind: str) -> pl.DataFrame:
     """Remove the `kind` envelope from a LINE_SCHEMA frame; adds the Boolean column `continued`."""
-    return unwrap_report(lines, kind)[0]
+    return unwrap_counted(lines, kind)[0]
 
 
-def _bare_lines_warning(frame: pl.DataFrame, kind: Envelope) -> list[str]:
-    hits = frame.filter(~pl.col("_shape").fill_null(False) & (pl.col("line").str.strip_chars() != ""))
-    if hits.is_empty():
-        return []
-    n = hits.height
-    if kind is Envelope.DOCKER_JSON:
-        what = "malformed JSON record" if n == 1 else "malformed JSON records"
-    else:
-        what = f"line without the {kind} envelope" if n == 1 else f"lines without the {kind} envelope"
-    return [f"{hits['file'][0]}: {n} {what} (first at line {hits['line_no'][0]}), kept as they are"]
+@dataclass
+class BareLines:
+    """Non-blank lines of an enveloped file that lack the envelope (kept as they are)."""
+
+    kind: Envelope
+    count: int = 0
+    file: str | None = None
+    first_line: int | None = None
+
+    @classmethod
+    def of(cls, frame: pl.DataFrame, kind: Envelope) -> BareLines:
+        hits = frame.filter(~pl.col("_shape").fill_null(False) & (pl.col("line").str.strip_chars() != ""))
+        if hits.is_empty():
+            return cls(kind)
+        return cls(kind, hits.height, hits["file"][0], hits["line_no"][0])
+
+    def add(self, other: BareLines) -> None:
+        """Count `other` too (a later chunk of the same file)."""
+        if other.count and not self.count:
+            self.file, self.first_line = other.file, other.first_line
+        self.count += other.count
+
+    def warning(self) -> list[str]:
+        n = self.count
+        if not n:
+            return []
+        if self.kind is Envelope.DOCKER_JSON:
+            what = "malformed JSON record" if n == 1 else "malformed JSON records"
+        else:
+            what = f"line without the {self.kind} envelope" if n == 1 else f"lines without the {self.kind} envelope"
+        return [f"{self.file}: {n} {what} (first at line {self.first_line}), kept as they are"]

@@ -111,6 +111,7 @@ class FileReader:
         self._envelope_pending = True
         self._raw_head: list[pl.DataFrame] = []
         self._head = ""
+        self._bare: container.BareLines | None = None  # lines lacking the envelope, over all chunks
 
     def chunks(self) -> Iterator[ParsedChunk]:
         raw: list[pl.DataFrame] = []       # lines read before the envelope is known
@@ -148,7 +149,8 @@ class FileReader:
             self.info.detected_type = min(top) if top else detect_log(self._head)
         if decoded.binary:
             self.info.detected_type = "binary"
-        self.info.warnings = list(decoded.problems) + self.info.warnings
+        bare = self._bare.warning() if self._bare else []
+        self.info.warnings = list(decoded.problems) + bare + self.info.warnings
 
     def _detect(self, raw: list[pl.DataFrame], inner: list[pl.DataFrame],
                 final: bool) -> tuple[list[pl.DataFrame], bool, ModuleType | None]:
@@ -174,7 +176,14 @@ class FileReader:
         )
 
     def _unwrap(self, lines: pl.DataFrame) -> pl.DataFrame:
-        return container.unwrap(lines, self.info.envelope) if self.info.envelope else lines
+        if not self.info.envelope:
+            return lines
+        out, bare = container.unwrap_counted(lines, self.info.envelope)
+        if self._bare is None:
+            self._bare = bare
+        else:
+            self._bare.add(bare)
+        return out
 
     def _log_chunk(self, lines: pl.DataFrame) -> ParsedChunk:
         events = parse_log_frame(lines, LOG_FORMATS)

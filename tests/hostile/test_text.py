@@ -144,8 +144,6 @@ def test_cut_container_record_is_kept(zoo: ZooRun) -> None:
     assert lines[2] == make.DOCKER_JSON_LINES[2]  # the cut record, as written
 
 
-@pytest.mark.xfail(strict=True, reason="timeline/parse_file.py calls container.unwrap, which drops the count that "
-                   "container.unwrap_report gives ('1 malformed JSON record (first at line 3), kept as they are')")
 def test_cut_container_record_is_counted(zoo: ZooRun) -> None:
     assert any(w.startswith("container-cut.log: 1 malformed JSON record (first at line 3)")
                for w in warnings_of(zoo.result.db))
