@@ -39,6 +39,18 @@ def _first_year(first: pl.Expr, reference: datetime) -> pl.Expr:
     )
 
 
+def resolved_quality() -> pl.Expr:
+    """`ts_quality` once times are resolved: a line without a time says `missing` whatever its
+    format promised (a year-less date no calendar has parses to null), a year or zone taken
+    from elsewhere says `inferred`."""
+    quality = pl.col("ts_quality")
+    return (
+        pl.when(pl.col("ts").is_null()).then(pl.lit("missing"))
+        .when(quality.is_in(["yearless", "zoneless"])).then(pl.lit("inferred"))
+        .otherwise(quality).alias("ts_quality")
+    )
+
+
 def reference_instant(events: pl.DataFrame, hint: datetime | None = None) -> datetime:
     """The median time of the bundle's dated lines; else the hint (newest file time); else now."""
     dated = events.filter(pl.col("ts_quality").is_in(["exact", "zoneless"]) & pl.col("ts").is_not_null())
@@ -68,9 +80,7 @@ def resolve_times(events: pl.DataFrame, reference: datetime) -> pl.DataFrame:
     first = pl.when(yearless).then(ts).otherwise(None).drop_nulls().first().over("file")
     rebuilt = in_year(ts, _first_year(first, reference) + wraps_so_far)
     out = events.with_columns(
-        pl.when(yearless).then(rebuilt).otherwise(ts).cast(UTC_US).alias("ts"),
-        pl.when(pl.col("ts_quality").is_in(["yearless", "zoneless"])).then(pl.lit("inferred"))
-        .otherwise(pl.col("ts_quality")).alias("ts_quality"),
+        pl.when(yearless).then(rebuilt).otherwise(ts).cast(UTC_US).alias("ts"), resolved_quality(),
     )
     return out.with_columns(
         pl.col("ts").forward_fill().backward_fill().over("file", order_by="line_no").alias("ts_order"),
@@ -154,11 +164,7 @@ class FileClock:
         """Pass 2: the rebuilt `ts`, `ts_quality` (inferred) and `ts_order`, like `resolve_times`."""
         year = pl.lit(self.year if self.year is not None else 0, pl.Int32)
         rebuilt = pl.when(_YEARLESS).then(in_year(pl.col("ts"), year + pl.col("_wraps"))).otherwise(pl.col("ts"))
-        out = events.with_columns(
-            rebuilt.cast(UTC_US).alias("ts"),
-            pl.when(pl.col("ts_quality").is_in(["yearless", "zoneless"])).then(pl.lit("inferred"))
-            .otherwise(pl.col("ts_quality")).alias("ts_quality"),
-        )
+        out = events.with_columns(rebuilt.cast(UTC_US).alias("ts"), resolved_quality())
         order = pl.col("ts").forward_fill()
         start = self.carried if self.carried is not None else self.resolve_stamp(self.first_stamp)
         if start is not None:
