@@ -121,9 +121,6 @@ def test_nodes_with_clocks_minutes_apart(timed: dict[str, Accepted]) -> None:
     assert first is not None and first["signature"] == FAILURE and first["node"] == "node-a"
 
 
-@pytest.mark.xfail(strict=True, reason="with the default --skew (2 s) an echo on a node whose clock runs minutes "
-                   "behind is named first; triage could prefer a causal hit over an engine-dead echo when the "
-                   "echo's node shows no cause of its own")
 def test_nodes_with_clocks_minutes_apart_default_skew(sandbox: Sandbox) -> None:
     run = sandbox.run("triage", make.skewed_nodes(sandbox.inputs, skew_minutes=3), "--format", "json")
     check_run(run, EXIT_RESULT)
@@ -143,7 +140,5 @@ def test_impossible_dates_are_kept_without_a_time(timed: dict[str, Accepted]) ->
     assert [ts for _, ts, _, _ in _times(result.db, "vllm.log")] == [None] * 5
 
 
-@pytest.mark.xfail(strict=True, reason="a year-less line whose date does not exist gets ts NULL but ts_quality "
-                   "'inferred' (resolve_times marks every yearless row inferred); it should say 'missing'")
 def test_impossible_dates_say_missing(timed: dict[str, Accepted]) -> None:
     assert {q for _, _, q, _ in _times(timed["impossible"].db, "vllm.log")} == {"missing"}

@@ -80,3 +80,43 @@ def test_without_timestamps_file_order_and_nearby_lines_decide() -> None:
 
 def test_context_hits_never_name_a_failure() -> None:
     assert choose(hits((0, "n", "v.log", 3, 0.0, "context", "unknown", 0))).first is None
+
+
+def test_an_echo_on_a_lagging_node_passes_to_the_cause_on_another() -> None:
+    # node-b's clock runs 3 minutes behind: its engine-dead echoes look earlier than node-a's
+    # OOM, and node-b shows no cause of its own.
+    choice = choose(hits(
+        (0, "node-b", "b.log", 2, 0.0, "secondary", "engine_dead", -10),
+        (1, "node-b", "b.log", 3, 0.0, "secondary", "engine_dead", -20),
+        (2, "node-a", "a.log", 3, 178.0, "secondary", "engine_dead", -10),
+        (3, "node-a", "a.log", 4, 178.0, "secondary", "oom_runtime", 5),
+    ))
+    assert choice.first is not None and (choice.first["node"], choice.first["category"]) == ("node-a", "oom_runtime")
+    # each signature once per node; the passed-over echoes are the cause's cascade
+    assert [(h["node"], h["category"]) for h in choice.cascade] == [("node-b", "engine_dead"), ("node-a", "engine_dead")]
+
+
+def test_an_echo_stands_before_a_later_cause_on_its_own_node() -> None:
+    # One node, one clock: a cause printed minutes after the echo did not cause it.
+    choice = choose(hits(
+        (0, "n", "v.log", 2, 0.0, "secondary", "engine_dead", -10),
+        (1, "n", "v.log", 400, 178.0, "secondary", "oom_runtime", 5),
+    ))
+    assert choice.first is not None and choice.first["category"] == "engine_dead"
+
+
+def test_an_echo_stands_when_its_node_has_a_cause_of_its_own() -> None:
+    choice = choose(hits(
+        (0, "node-b", "b.log", 2, 0.0, "secondary", "engine_dead", -10),
+        (1, "node-b", "b.log", 400, 120.0, "primary", "nccl_network", 20),
+        (2, "node-a", "a.log", 4, 178.0, "secondary", "oom_runtime", 5),
+    ))
+    assert choice.first is not None and choice.first["category"] == "engine_dead"
+
+
+def test_an_echo_stands_when_the_other_cause_is_outside_its_window() -> None:
+    choice = choose(hits(
+        (0, "node-b", "b.log", 2, 0.0, "secondary", "engine_dead", -10),
+        (1, "node-a", "a.log", 4, 3600.0, "secondary", "oom_runtime", 5),
+    ))
+    assert choice.first is not None and choice.first["category"] == "engine_dead"
