@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -165,12 +165,18 @@ def _parser() -> Lark:
 def parse_condition(text: str, where: Location | None = None) -> Node:
     """Parse a condition; a syntax error names file:line:column and shows a caret."""
     try:
-        tree = _parser().parse(text)
-        return _ToAst().transform(tree)
+        return _parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(text, exc, where) from None
     except RecursionError:
         raise SignatureError("condition nests too deeply (simplify the not/and/or chain)", where) from None
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> Node:
+    """The AST of a condition; cached (nodes are immutable) so the loader's regex pre-pass and
+    the signature build parse each condition once. Errors are not cached."""
+    return _ToAst().transform(_parser().parse(text))
 
 
 def _syntax_error(text: str, exc: UnexpectedInput, where: Location | None) -> SignatureError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,29 +65,62 @@ def default_folders(extra: list[Path] | None = None) -> list[Path]:
 
 def load_library(folders: list[Path] | None = None) -> Library:
     library = Library(folders=list(folders or default_folders()))
-    for folder in library.folders:
-        if not folder.is_dir():
-            library.problems.append(SignatureError("signature folder does not exist", Location(str(folder))))
-            continue
-        for path in sorted(folder.rglob("*.y*ml")):
-            if SKIP_DIRS & set(path.relative_to(folder).parts[:-1]):
-                continue
-            _load_file(library, folder, path)
+    items = [_read_file(folder, path) if path else SignatureError("signature folder does not exist",
+                                                                    Location(str(folder)))
+             for folder, path in _library_files(library.folders)]
+    _validate_regexes(_patterns(item.data for item in items if isinstance(item, _File)))
+    for item in items:
+        if isinstance(item, SignatureError):
+            library.problems.append(item)
+        else:
+            _add_file(library, item)
     _check_references(library)
     return library
 
 
-def _load_file(library: Library, folder: Path, path: Path) -> None:
+@dataclass
+class _File:
+    folder: Path
+    display: str
+    data: Any = None
+    error: SignatureError | None = None
+
+
+def _library_files(folders: list[Path]) -> list[tuple[Path, Path | None]]:
+    """Every signature file in load order; a missing folder as (folder, None)."""
+    out: list[tuple[Path, Path | None]] = []
+    for folder in folders:
+        if not folder.is_dir():
+            out.append((folder, None))
+            continue
+        out += [(folder, path) for path in sorted(folder.rglob("*.y*ml"))
+                if not SKIP_DIRS & set(path.relative_to(folder).parts[:-1])]
+    return out
+
+
+def _read_file(folder: Path, path: Path) -> _File:
     display = f"{folder.name}/{path.relative_to(folder).as_posix()}"
     try:
-        data = load_yaml(path, display)
+        return _File(folder, display, load_yaml(path, display))
     except SignatureError as exc:
-        library.problems.append(exc)
-        return
+        return _File(folder, display, error=exc)
+
+
+def _entries(data: Any) -> list[Any] | None:
+    """A file's signature entries: a `signatures:` list, a list, or one mapping."""
     entries = data.get("signatures") if isinstance(data, dict) and "signatures" in data else data
     if isinstance(entries, dict):
         entries = [entries]
-    if not isinstance(entries, list):
+    return entries if isinstance(entries, list) else None
+
+
+def _add_file(library: Library, file: _File) -> None:
+    if file.error is not None:
+        library.problems.append(file.error)
+        return
+    display, folder = file.display, file.folder
+    entries = _entries(file.data)
+    if entries is None:
         library.problems.append(SignatureError("expected a signature mapping or a `signatures:` list",
                                                Location(display, 1)))
         return
@@ -129,7 +163,8 @@ def build_signature(entry: Any, display: str, library: str) -> Signature:
         raise _problem(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}",
                        Location(display, key_line, max(1, key_col - len(str(first)) - 2)))
     for key in ("id", "title", "category", "role", "match"):
-        if not isinstance(entry.get(key), str) or not entry.get(key).strip():
+        value = entry.get(key)
+        if not isinstance(value, str) or not value.strip():
             errors.append(f"`{key}` is required and must be a non-empty string")
     if errors:
         raise _problem("; ".join(errors), where)
@@ -148,14 +183,15 @@ def build_signature(entry: Any, display: str, library: str) -> Signature:
         errors.append(f"step {step!r} is not one of {', '.join(STEPS)}")
     if role == Role.MILESTONE and phase is None:
         errors.append("a milestone needs `phase`")
-    match_line, match_column = entry.get(MARKS_KEY, {}).get("match", (line, 1))
-    condition = parse_condition(entry["match"], Location(display, match_line, match_column))
-    errors += _check_condition(condition, role)
+    marks = entry.get(MARKS_KEY, {})
+    match_where = Location(display, *marks.get("match", (line, 1)))
+    condition = parse_condition(entry["match"], match_where)
+    errors += _check_condition(condition, role, match_where)
     captures = _str_list(entry.get("captures", []), "captures", errors)
     for pattern in captures:
         if "(?P<" not in pattern:
             errors.append(f"capture {pattern!r} has no named group (?P<name>…)")
-        errors += _regex_problem(pattern)
+        errors += _regex_problem(pattern, Location(display, *marks.get("captures", (line, 1))))
     remediation = _remediation(entry.get("remediation"), errors)
     examples = entry.get("examples") or {}
     if not isinstance(examples, dict):
@@ -205,22 +241,76 @@ def _str_list(value: Any, name: str, errors: list[str]) -> list[str]:
     return value
 
 
-def _regex_problem(pattern: str) -> list[str]:
+# Patterns the engine compiled in this process: validity depends on the pattern alone.
+_VALID_REGEXES: set[str] = set()
+
+
+def _regex_problem(pattern: str, where: Location | None = None) -> list[str]:
     """Patterns run in polars' Rust regex engine (linear time: no catastrophic backtracking);
-    what it cannot compile (look-around, back-references) is rejected here."""
+    what it cannot compile (look-around, back-references) is rejected here, with the engine's
+    reason and where the pattern is written."""
+    if pattern in _VALID_REGEXES:
+        return []
     try:
         pl.Series([""]).str.contains(pattern)
     except Exception as exc:  # polars raises ComputeError with the engine's message
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return [f"regex {pattern!r} is not valid for the matching engine: {first}"]
+        at = f" (at {where})" if where is not None else ""
+        return [f"regex {pattern!r} is not valid for the matching engine: {_engine_reason(exc)}{at}"]
+    _VALID_REGEXES.add(pattern)
     return []
 
 
-def _check_condition(condition: Node, role: Role | None) -> list[str]:
+def _engine_reason(exc: Exception) -> str:
+    """The engine's `error: …` line (its first line only says `regex parse error:`)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    reason = next((ln for ln in lines if ln.startswith("error: ")), None)
+    if reason is not None:
+        return reason.removeprefix("error: ")
+    return lines[0].removeprefix("regex error: ") if lines else type(exc).__name__
+
+
+def _validate_regexes(patterns: Iterable[str]) -> None:
+    """Compile all patterns in one engine call (one call per pattern costs half as much
+    again). When any is invalid none is marked valid: the per-pattern check where each is
+    used then names the bad one."""
+    todo = list(dict.fromkeys(p for p in patterns if p not in _VALID_REGEXES))
+    if not todo:
+        return
+    frame = pl.DataFrame({"s": []}, schema={"s": pl.Utf8})
+    try:
+        frame.select([pl.col("s").str.contains(p).alias(f"r{i}") for i, p in enumerate(todo)])
+    except Exception:  # located one by one in build_signature
+        return
+    _VALID_REGEXES.update(todo)
+
+
+def _patterns(files: Iterable[Any]) -> Iterator[str]:
+    """The regexes of every well-formed entry (conditions and captures); the rest is left
+    to build_signature, which reports it."""
+    for data in files:
+        for entry in _entries(data) or []:
+            if not isinstance(entry, dict):
+                continue
+            captures = entry.get("captures", [])
+            yield from (c for c in ([captures] if isinstance(captures, str) else captures or [])
+                        if isinstance(c, str))
+            if isinstance(entry.get("match"), str):
+                yield from _condition_patterns(entry["match"])
+
+
+def _condition_patterns(text: str) -> list[str]:
+    try:
+        condition = parse_condition(text)  # cached: build_signature parses it again for free
+    except SignatureError:
+        return []
+    return [n.value for n in walk(condition) if isinstance(n, TextTest) and n.op in ("matches", "imatches")]
+
+
+def _check_condition(condition: Node, role: Role | None, where: Location | None = None) -> list[str]:
     errors: list[str] = []
     for node in walk(condition):
         if isinstance(node, TextTest) and node.op in ("matches", "imatches"):
-            errors += _regex_problem(node.value)
+            errors += _regex_problem(node.value, where)
         if isinstance(node, Milestone) and node.phase not in PHASES:
             errors.append(f"milestone {node.phase!r} is not a phase")
         if role == Role.MILESTONE and isinstance(node, Milestone | WithinHit):

@@ -69,9 +69,6 @@ def test_unknown_field_points_at_the_key(bad_library: LibraryRuns) -> None:
     assert f"{LIBRARY}/unknown.yaml:7:5: " in bad_library.lint.text
 
 
-@pytest.mark.xfail(strict=True, reason="library/loader.py _regex_problem keeps only the engine's first line "
-                   "('regex parse error:') and the signature's line; the engine's own 'error: …' line says why, "
-                   "and the match value's line and column say where")
 def test_rejected_regex_says_why_and_where(bad_library: LibraryRuns) -> None:
     out = bad_library.lint.text
     assert "look-around, including look-ahead and look-behind, is not supported" in out

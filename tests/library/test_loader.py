@@ -91,3 +91,23 @@ def test_example_failures_are_reported(tmp_path: Path) -> None:
     failures = run_examples(load_library([tmp_path]))
     assert [f.expected for f in failures] == [False]
     assert "matched but must not" in str(failures[0])
+
+
+def test_rejected_regex_gives_the_engine_reason_and_the_value_location(tmp_path: Path) -> None:
+    write(tmp_path, "a.yaml", GOOD.replace('contains "thing failed"', 'matches "(?<=thing )failed"'))
+    write(tmp_path, "b.yaml", GOOD.replace("team.thing", "team.cap")
+          .replace("    examples:", "    captures: ['(?P<x>a)\\1']\n    examples:"))
+    text = "\n".join(str(p) for p in load_library([tmp_path]).problems)
+    assert ("a.yaml:2: signature 'team.thing': regex '(?<=thing )failed' is not valid for the matching "
+            "engine: look-around, including look-ahead and look-behind, is not supported "
+            f"(at {tmp_path.name}/a.yaml:6:12)") in text
+    assert f"backreferences are not supported (at {tmp_path.name}/b.yaml:7:15)" in text
+
+
+def test_one_bad_regex_among_many_is_located_and_the_rest_load(tmp_path: Path) -> None:
+    good = GOOD.replace('contains "thing failed"', 'matches "thing \\\\w+ed"')
+    write(tmp_path, "a.yaml", good)
+    write(tmp_path, "b.yaml", good.replace("team.thing", "team.bad").replace("\\\\w+ed", "(a)\\\\1"))
+    library = load_library([tmp_path])
+    assert list(library.signatures) == ["team.thing"]
+    assert [p.location.file for p in library.problems if p.location] == [f"{tmp_path.name}/b.yaml"]
