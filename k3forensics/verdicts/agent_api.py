@@ -17,8 +17,6 @@ from enum import StrEnum
 from typing import Any
 
 import polars as pl
-from jsonschema import SchemaError
-from jsonschema.validators import validator_for
 
 MIN_TOOL_CALLS = 5
 MAX_EXAMPLES = 10
@@ -139,6 +137,10 @@ def check_call(call: dict[str, Any], tools: dict[str, Any] | None, request: dict
     if name not in tools:
         return fail("unknown_tool", f"{name!r} is not among the request's tools ({', '.join(sorted(tools))})")
     schema = tools[name]
+    # Imported here: jsonschema costs ~50 ms at start-up and only bundles with tool calls need it.
+    from jsonschema import SchemaError
+    from jsonschema.validators import validator_for
+
     try:
         validator = validator_for(schema)(schema)
         errors = sorted(validator.iter_errors(args), key=lambda e: list(e.path))
