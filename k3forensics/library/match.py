@@ -112,7 +112,7 @@ class PrefilterCompiler(Compiler):
         self.matcher = matcher
 
     def _grouped(self, node: TracebackTest) -> pl.Expr:
-        return pl.col("tb_group").is_in(self.matcher.groups_passing(node))
+        return pl.col("tb_group").is_in(self.matcher.groups_passing(node).implode())
 
     def _first_milestone(self, phase: str) -> pl.Expr:
         firsts = self.matcher.first_milestones(phase)
@@ -289,9 +289,9 @@ class Matcher:
             return frame
         hit_seqs = pl.concat(list(others.values())).unique()
         if literals is not None:
-            extra = _where(self.frame, pl.col("seq").is_in(hit_seqs) & ~pl.col("seq").is_in(frame.get_column("seq")))
+            extra = _where(self.frame, pl.col("seq").is_in(hit_seqs.implode()) & ~pl.col("seq").is_in(frame.get_column("seq").implode()))
             frame = pl.concat([frame, extra])
-        return frame.with_columns(pl.col("seq").is_in(rows).alias(_hit_column(other)) for other, rows in others.items())
+        return frame.with_columns(pl.col("seq").is_in(rows.implode()).alias(_hit_column(other)) for other, rows in others.items())
 
     def groups_passing(self, node: TracebackTest) -> pl.Series:
         """The traceback groups in which some line passes the test."""
@@ -370,7 +370,7 @@ def _with_captures(hits: pl.DataFrame, events: pl.DataFrame, signatures: list[Si
         return hits
     # Only the hit lines' text is needed: select them before the join (a join against every
     # line would hash every line's seq).
-    lines = _where(events.select("seq", "line"), pl.col("seq").is_in(hits.get_column("seq").unique()))
+    lines = _where(events.select("seq", "line"), pl.col("seq").is_in(hits.get_column("seq").unique().implode()))
     texts = prepare(hits.lazy().join(lines.lazy(), on="seq", how="left"))
     with_caps = [s.id for s in signatures]
     pieces = [texts.filter(~pl.col("signature").is_in(with_caps)).select(hits.columns)]

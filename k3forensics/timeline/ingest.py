@@ -16,6 +16,7 @@ import polars as pl
 from k3forensics import __version__
 from k3forensics.library.loader import Library, load_library
 from k3forensics.timeline.build import Progress, TimelineBuild
+from k3forensics.timeline.digest import DIGEST_BYTES, Digest, bundle_bytes, digestible
 from k3forensics.timeline.inmemory import build_whole
 from k3forensics.timeline.manifest import files_manifest, nodes_table
 from k3forensics.timeline.parse_file import CHUNK_BYTES
@@ -52,23 +53,38 @@ class Timeline:
     nodes: pl.DataFrame
     warnings: list[str]
     year: int
+    digest: bool = False  # `events` holds only the lines a triage can use (the files table counts all)
 
 
 def build_timeline(bundle: Path, library: Library | None = None, progress: Progress | None = None,
-                   chunk_bytes: int = CHUNK_BYTES) -> Timeline:
+                   chunk_bytes: int = CHUNK_BYTES, digest: bool | None = False) -> Timeline:
+    """Every event of `bundle` in memory; with `digest`, only the lines a triage can use
+    (`digest.py`; the others wait on disk between the passes and are counted, not kept).
+    `digest=None` digests bundles of at least `DIGEST_BYTES`."""
     library = library or load_library()
     library.raise_problems()
-    build = TimelineBuild(bundle, library, chunk_bytes=chunk_bytes, progress=progress)
+    if digest is None:
+        digest = bundle_bytes(bundle) >= DIGEST_BYTES
+    digest = digest and digestible(library)
+    build = TimelineBuild(bundle, library, chunk_bytes=chunk_bytes, progress=progress,
+                          spool_dir=Path(tempfile.gettempdir()) if digest else None)
     if not build.milestones_ready():
         return Timeline(*build_whole(bundle, library, progress))
-    build.read()
-    settled = build.settle()
-    chunks = list(build.finish())
+    try:
+        build.read()
+        settled = build.settle()
+        samples, facts = build.side_tables()
+        if digest:
+            keeper = Digest(library, facts.select("file", "line_no").drop_nulls().unique())
+            chunks = [keeper.keep(chunk) for chunk in build.finish()]
+        else:
+            chunks = list(build.finish())
+    finally:
+        build.spool.close()
     # An empty bundle gives a frame without columns, as the whole-bundle computation does.
     events = _one_chunk(chunks) if chunks else pl.DataFrame()
-    samples, facts = build.side_tables()
     files, nodes = _tables(build)
-    return Timeline(events, samples, facts, files, nodes, build.warnings, settled.reference.year)
+    return Timeline(events, samples, facts, files, nodes, build.warnings, settled.reference.year, digest=digest)
 
 
 def ingest(bundle: Path, db: Path, library: Library | None = None, progress: Progress | None = None,

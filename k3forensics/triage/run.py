@@ -52,13 +52,15 @@ def load_timeline(db: Path) -> Timeline:
                     int(year_row[0]) if year_row else 0)
 
 
-def triage(path: Path, library: Library | None = None, tie_s: float = 2.0, db: Path | None = None) -> TriageResult:
+def triage(path: Path, library: Library | None = None, tie_s: float = 2.0, db: Path | None = None,
+           digest: bool | None = None) -> TriageResult:
+    """`digest`: keep only the lines a triage can use (None: for large bundles; see timeline/digest.py)."""
     library = library or load_library()
     library.raise_problems()
     if is_timeline_db(path):
         timeline = load_timeline(path)
     else:
-        timeline = build_timeline(path, library)
+        timeline = build_timeline(path, library, digest=digest)
     return triage_timeline(str(path), timeline, library, tie_s)
 
 

@@ -1,0 +1,144 @@
+"""The lines a triage can use, kept from each completed chunk of a large bundle.
+
+A triage reads the timeline for: signature hits, milestones and start-up steps, traceback
+groups, error and warning lines, captured API exchanges, the lines facts were read from, and
+the context a report shows around a hit. Every other line of an NCCL-heavy multi-gigabyte
+bundle (most of it) is counted in the files table and dropped, so the events held in memory
+follow what happened, not the bundle's size. Hits on the digest equal hits on every line:
+a row-local signature's hits are kept, and for the others every line holding their literals
+(`library/prefilter.py`; the matcher looks at no other line either).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from k3forensics.library.compile import is_row_local
+from k3forensics.library.loader import Library
+from k3forensics.library.match import Matcher, text_column
+from k3forensics.library.model import Role
+from k3forensics.library.prefilter import Literals, required
+
+DIGEST_BYTES = 128 << 20  # from this size on (on disk) a triage keeps a digest, not every line
+CONTEXT_LINES = 5     # the report shows ±5 lines around a hit
+SAMPLE_EVERY = 200    # and every 200th timed line as a tick on its node's lane
+API_CAPTURE = "api_capture"
+_NOTABLE_LEVEL = r"^(?i:ERROR|CRITICAL|FATAL|PANIC|WARN)"
+
+
+def digestible(library: Library) -> bool:
+    """Every signature that cannot be decided on a chunk requires a literal (see `Digest`);
+    else no line could be dropped."""
+    return all(is_row_local(s.condition) or required(s.condition) is not None
+               for s in library.of_role(Role.PRIMARY, Role.SECONDARY, Role.CONTEXT))
+
+
+def bundle_bytes(bundle: Path) -> int:
+    """The bundle's size on disk (an archive's compressed size): enough to tell large from small."""
+    if not bundle.is_dir():
+        return bundle.stat().st_size if bundle.exists() else 0
+    total = 0
+    for folder, _, names in os.walk(bundle):
+        for name in names:
+            try:
+                total += Path(folder, name).lstat().st_size
+            except OSError:  # unreadable entries are the bundle reader's to report
+                continue
+    return total
+
+
+@dataclass
+class Digest:
+    """Keeps a completed chunk's useful lines; chunks arrive in `seq` order, file after file."""
+
+    library: Library
+    fact_lines: pl.DataFrame  # file, line_no of the lines facts were read from
+    _tail: pl.DataFrame | None = None  # the previous chunk's last lines, for context across the cut
+    _kept: set[int] = field(default_factory=set)  # seqs of `_tail` already kept
+
+    def __post_init__(self) -> None:
+        # Row-local signatures are matched on the chunk itself (a line holding an access log's
+        # literal is not yet an HTTP 500): their hits are kept. The others (windows, traceback
+        # groups) can only be told after the triage: every line holding their literals is kept.
+        # Failures (not context signatures) bring the lines around them.
+        findings = self.library.of_role(Role.PRIMARY, Role.SECONDARY, Role.CONTEXT)
+        self._local = [s for s in findings if is_row_local(s.condition)]
+        self._failures = {s.id for s in self._local if s.role in (Role.PRIMARY, Role.SECONDARY)}
+        undecided = Literals()
+        for sig in findings:
+            if not is_row_local(sig.condition):
+                undecided = undecided | (required(sig.condition) or Literals())
+        self._undecided = undecided
+        self._milestones: dict[tuple[str, str], object] = {}  # (file, milestone) -> earliest ts_order kept
+
+    def keep(self, events: pl.DataFrame) -> pl.DataFrame:
+        if events.height == 0:
+            return events
+        carried = self._tail is not None and self._tail.height and \
+            self._tail.get_column("file")[0] == events.get_column("file")[0]
+        frame = pl.concat([self._tail, events]) if carried else events  # type: ignore[list-item]
+        fresh = pl.Series([False] * (frame.height - events.height) + [True] * events.height) if carried \
+            else pl.Series([True] * events.height)
+        wanted = self._wanted(frame) | (fresh & self._first_milestones(frame, fresh))
+        if carried:  # tail lines kept with the previous chunk are not kept twice
+            wanted = wanted & ~frame.get_column("seq").is_in(pl.Series(list(self._kept), dtype=pl.Int64).implode())
+        kept = frame.filter(wanted)
+        self._tail = events.tail(CONTEXT_LINES)
+        self._kept = set(self._tail.get_column("seq").to_list()) & set(kept.get_column("seq").to_list())
+        return _owned(kept)
+
+    def _wanted(self, frame: pl.DataFrame) -> pl.Series:
+        scan = pl.DataFrame({"t": text_column(frame.get_column("line")), "tb_group": frame.get_column("tb_group")})
+        undecided = scan.select(self._undecided.loose_mask(pl.col("t"))).to_series() if self._undecided.strings \
+            else pl.Series([False] * frame.height)
+        hits = Matcher(frame, self.library).hits(self._local) if self._local else pl.DataFrame(
+            schema={"seq": pl.Int64, "signature": pl.Utf8})
+        seq = frame.get_column("seq")
+        hit = seq.is_in(hits.get_column("seq").implode())
+        failure = seq.is_in(hits.filter(pl.col("signature").is_in(list(self._failures))).get_column("seq").implode())
+        window = 2 * CONTEXT_LINES + 1
+        near = (undecided | failure).cast(pl.Int8).rolling_max(window, min_samples=1, center=True).cast(pl.Boolean)
+        facts = frame.select("file", "line_no").join(self.fact_lines.with_columns(pl.lit(True).alias("_f")),
+                                                     on=["file", "line_no"], how="left",
+                                                     maintain_order="left").get_column("_f").is_not_null()
+        other = frame.select(
+            pl.col("step").is_not_null()
+            | pl.col("tb_group").is_not_null()
+            | (pl.col("source") == API_CAPTURE).fill_null(False)
+            | pl.col("level").str.contains(_NOTABLE_LEVEL).fill_null(False)
+            | ((pl.col("line_no") % SAMPLE_EVERY == 0) & pl.col("ts_order").is_not_null())
+        ).to_series()
+        return (hit | near | other | facts).fill_null(False)
+
+    def _first_milestones(self, frame: pl.DataFrame, fresh: pl.Series) -> pl.Series:
+        """Of each file's lines of one milestone (every served request is a `serving` line),
+        the first one and the earliest in time: what phases, the OOM class and the report read."""
+        rows = frame.with_row_index("_i").filter(fresh & pl.col("milestone").is_not_null())
+        if rows.height == 0:
+            return pl.Series([False] * frame.height)
+        firsts = rows.group_by("file", "milestone", maintain_order=True).agg(
+            pl.col("_i").first().alias("first"), pl.col("_i").sort_by("ts_order", nulls_last=True).first().alias("early"),
+            pl.col("ts_order").min().alias("t"))
+        picked: list[int] = []
+        for file, milestone, first, early, t in firsts.iter_rows():  # a few rows a chunk
+            key = (file, milestone)
+            if key not in self._milestones:
+                picked.append(first)
+                self._milestones[key] = None
+            best = self._milestones[key]
+            if t is not None and (best is None or t < best):
+                picked.append(early)
+                self._milestones[key] = t
+        return pl.Series(range(frame.height)).is_in(pl.Series(picked, dtype=pl.Int64).implode())
+
+
+def _owned(frame: pl.DataFrame) -> pl.DataFrame:
+    """The kept rows as a frame of their own: filtered string columns still point into the whole
+    chunk's buffers, which would otherwise stay in memory as long as the rows do. Appending an
+    empty string builds new strings (measured: `rechunk`, `slice` and `shrink_to_fit` keep the
+    old buffers)."""
+    return frame.with_columns(pl.col(pl.Utf8) + "")

@@ -1,0 +1,73 @@
+"""A triage over the digest of a timeline (what large bundles get) says what a triage over every
+line says: same contract, same report evidence; and it keeps far fewer lines when most are noise."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from k3forensics.report.model import build_report
+from k3forensics.timeline import ingest
+from k3forensics.timeline.digest import bundle_bytes
+from k3forensics.timeline.ingest import build_timeline
+from k3forensics.triage.contract import to_contract
+from k3forensics.triage.run import triage, triage_timeline
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLES = sorted(ROOT.glob("samples/*/bundle")) + sorted(ROOT.glob("tests/corpus/*/bundle"))
+TINY_CHUNKS = 4096  # bytes: context windows and milestone firsts cross many chunk boundaries
+
+
+def _dump(value: object) -> str:
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+@pytest.mark.parametrize("bundle", BUNDLES, ids=[f"{b.parent.parent.name}/{b.parent.name}" for b in BUNDLES])
+def test_digest_triage_equals_full_triage(bundle: Path, library) -> None:
+    full = triage(bundle, library, digest=False)
+    digest = build_timeline(bundle, library, chunk_bytes=TINY_CHUNKS, digest=True)
+    assert digest.digest
+    assert digest.events.height <= full.timeline.events.height
+    assert digest.files.equals(full.timeline.files)
+    small = triage_timeline(str(bundle), digest, library)
+    assert _dump(to_contract(small)) == _dump(to_contract(full))
+    a, b = build_report(full), build_report(small)
+    assert (repr(a.evidence), repr(a.stack), repr(a.record)) == (repr(b.evidence), repr(b.stack), repr(b.record))
+    assert b.events.join(a.events, on="seq", how="anti").height == 0  # nothing the full table lacks
+
+
+def test_digest_drops_the_noise_around_a_failure(tmp_path: Path, library) -> None:
+    """Thousands of routine NCCL and access lines around one failure: the digest keeps the
+    failure, its context, the milestones' first lines, and little else."""
+    sample = ROOT / "samples" / "nccl-ib-two-node" / "bundle"
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    for path in sample.rglob("*"):
+        if path.is_file():
+            target = bundle / path.relative_to(sample)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    log = next(p for p in sorted(bundle.rglob("*.log")) if "NCCL" in p.read_text(encoding="utf-8", errors="replace"))
+    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    noise = [f"k3-node:{pid}:{pid + 1} [{pid % 8}] NCCL INFO Channel {pid % 24:02d}/24 : via P2P/CUMEM/read\n"
+             for pid in range(20_000)]
+    log.write_text("".join(lines[:5] + noise + lines[5:]), encoding="utf-8")
+
+    full = triage(bundle, library, digest=False)
+    small = triage(bundle, library, digest=True)
+    assert small.timeline.digest and not full.timeline.digest
+    assert small.timeline.events.height < full.timeline.events.height // 10
+    assert _dump(to_contract(small)) == _dump(to_contract(full))
+    kept = small.timeline.events.filter(pl.col("seq") == small.first["seq"])  # type: ignore[index]
+    assert kept.height == 1
+
+
+def test_bundles_from_the_threshold_on_are_digested(monkeypatch: pytest.MonkeyPatch, library) -> None:
+    bundle = ROOT / "samples" / "oom-weight-load" / "bundle"
+    assert not triage(bundle, library).timeline.digest  # samples are small
+    monkeypatch.setattr(ingest, "DIGEST_BYTES", bundle_bytes(bundle))
+    assert triage(bundle, library).timeline.digest
+    assert not triage(bundle, library, digest=False).timeline.digest
