@@ -65,15 +65,11 @@ def default_folders(extra: list[Path] | None = None) -> list[Path]:
 
 def load_library(folders: list[Path] | None = None) -> Library:
     library = Library(folders=list(folders or default_folders()))
-    items = [_read_file(folder, path) if path else SignatureError("signature folder does not exist",
-                                                                    Location(str(folder)))
-             for folder, path in _library_files(library.folders)]
-    _validate_regexes(_patterns(item.data for item in items if isinstance(item, _File)))
-    for item in items:
-        if isinstance(item, SignatureError):
-            library.problems.append(item)
-        else:
-            _add_file(library, item)
+    files = [_read_file(folder, path) for folder, path in _library_files(library.folders)]
+    # One engine call for every regex of the library; building then finds them known valid.
+    _validate_regexes(_patterns(file.data for file in files))
+    for file in files:
+        _add_file(library, file)
     _check_references(library)
     return library
 
@@ -98,7 +94,10 @@ def _library_files(folders: list[Path]) -> list[tuple[Path, Path | None]]:
     return out
 
 
-def _read_file(folder: Path, path: Path) -> _File:
+def _read_file(folder: Path, path: Path | None) -> _File:
+    if path is None:
+        return _File(folder, str(folder), error=SignatureError("signature folder does not exist",
+                                                               Location(str(folder))))
     display = f"{folder.name}/{path.relative_to(folder).as_posix()}"
     try:
         return _File(folder, display, load_yaml(path, display))
