@@ -32,6 +32,7 @@ HIT_SCHEMA = {"seq": pl.Int64, "signature": pl.Utf8, "captures": pl.Utf8}
 # Up to this many candidate lines, the signatures without windows are evaluated together in one
 # pass over all candidates (fewer, larger polars calls); above it each over its own candidates.
 BATCH_ROWS = 50_000
+DENSE_SHARE = 8  # a signature is batched when its candidates are at least 1/8 of the pool
 
 # Columns the compiled expressions may read; absent ones are added as nulls.
 _NEEDED = {"milestone": pl.Utf8, "phase": pl.Utf8, "tb_group": pl.Int64, "ts_order": pl.Datetime("us", "UTC"),
@@ -227,7 +228,8 @@ class Matcher:
         """Signatures without `within … of hit`, all at once over their candidate lines, when
         those are few: one polars pass instead of one per signature."""
         simple = [i for i in ids if not any(isinstance(n, WithinHit) for n in walk(self.library.signatures[i].condition))]
-        for scope in ([i for i in simple if self.literals(i) is not None], [i for i in simple if self.literals(i) is None]):
+        for scope in (self._dense([i for i in simple if self.literals(i) is not None]),
+                      [i for i in simple if self.literals(i) is None]):
             frame = self._pool if scope and self.literals(scope[0]) is not None else self.frame
             if not scope or frame is None or frame.height > self.batch_rows:
                 continue
@@ -243,6 +245,15 @@ class Matcher:
                 self._rows[sig_id], self._found[sig_id] = hit.get_column("seq"), hit
                 cost = self.costs.setdefault(sig_id, SignatureCost(sig_id))
                 cost.candidates, cost.prefilter = frame.height, _describe(self.literals(sig_id))
+
+    def _dense(self, ids: list[str]) -> list[str]:
+        """The signatures worth evaluating over the whole pool: those holding a fair share of
+        it. One whose candidates are few of many pool lines (every access log line is a pool
+        line when some signature needs ` HTTP/`) is cheaper on its own candidates."""
+        if self._pool is None or self._masks is None or not self._pool.height:
+            return []
+        counts = self._masks.sum().row(0, named=True)
+        return [i for i in ids if counts.get(i, 0) * DENSE_SHARE >= self._pool.height]
 
     def condition_rows(self, sig_id: str) -> pl.Series:
         """The seq of every line where the signature's condition holds (its `sources` aside)."""
