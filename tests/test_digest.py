@@ -13,6 +13,7 @@ from k3forensics.report.model import build_report
 from k3forensics.timeline import ingest
 from k3forensics.timeline.digest import bundle_bytes
 from k3forensics.timeline.ingest import build_timeline
+from k3forensics.triage import run
 from k3forensics.triage.contract import to_contract
 from k3forensics.triage.run import triage, triage_timeline
 
@@ -31,6 +32,7 @@ def test_digest_triage_equals_full_triage(bundle: Path, library) -> None:
     digest = build_timeline(bundle, library, chunk_bytes=TINY_CHUNKS, digest=True)
     assert digest.digest
     assert digest.events.height <= full.timeline.events.height
+    assert digest.events.get_column("seq").is_sorted()
     assert digest.files.equals(full.timeline.files)
     small = triage_timeline(str(bundle), digest, library)
     assert _dump(to_contract(small)) == _dump(to_contract(full))
@@ -71,3 +73,18 @@ def test_bundles_from_the_threshold_on_are_digested(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(ingest, "DIGEST_BYTES", bundle_bytes(bundle))
     assert triage(bundle, library).timeline.digest
     assert not triage(bundle, library, digest=False).timeline.digest
+
+
+@pytest.mark.parametrize("name", ["xid79-fallen-off-bus", "oom-weight-load", "nccl-ib-two-node"])
+def test_digest_of_a_database_equals_its_full_read(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   library) -> None:
+    db = tmp_path / "timeline.duckdb"
+    ingest.ingest(ROOT / "samples" / name / "bundle", db, library)
+    full = triage(db, library, digest=False)
+    monkeypatch.setattr(run, "DB_BATCH_ROWS", 7)  # many batches: context crosses their cuts
+    small = triage(db, library, digest=True)
+    assert small.timeline.digest and small.timeline.events.height < full.timeline.events.height
+    assert small.timeline.events.get_column("seq").is_sorted()
+    assert _dump(to_contract(small)) == _dump(to_contract(full))
+    from_bundle = to_contract(triage(ROOT / "samples" / name / "bundle", library))
+    assert _dump({**to_contract(small), "bundle": None}) == _dump({**from_bundle, "bundle": None})

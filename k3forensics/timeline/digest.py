@@ -37,6 +37,13 @@ def digestible(library: Library) -> bool:
                for s in library.of_role(Role.PRIMARY, Role.SECONDARY, Role.CONTEXT))
 
 
+def fact_lines(facts: pl.DataFrame) -> pl.DataFrame:
+    """The (file, line_no) of the lines facts were read from: a digest keeps them."""
+    if not {"file", "line_no"} <= set(facts.columns):
+        return pl.DataFrame(schema={"file": pl.Utf8, "line_no": pl.Int64})
+    return facts.select(pl.col("file").cast(pl.Utf8), pl.col("line_no").cast(pl.Int64)).drop_nulls().unique()
+
+
 def bundle_bytes(bundle: Path) -> int:
     """The bundle's size on disk (an archive's compressed size): enough to tell large from small."""
     if not bundle.is_dir():
@@ -76,8 +83,16 @@ class Digest:
         self._milestones: dict[tuple[str, str], object] = {}  # (file, milestone) -> earliest ts_order kept
 
     def keep(self, events: pl.DataFrame) -> pl.DataFrame:
+        """The useful lines of `events` (lines in `seq` order; one file's or several files')."""
         if events.height == 0:
             return events
+        files = events.get_column("file")
+        if files.n_unique() > 1:
+            parts = events.partition_by("file", maintain_order=True)
+            return pl.concat([self._keep_file(part) for part in parts])
+        return self._keep_file(events)
+
+    def _keep_file(self, events: pl.DataFrame) -> pl.DataFrame:
         carried = self._tail is not None and self._tail.height and \
             self._tail.get_column("file")[0] == events.get_column("file")[0]
         frame = pl.concat([self._tail, events]) if carried else events  # type: ignore[list-item]
@@ -134,6 +149,13 @@ class Digest:
                 picked.append(early)
                 self._milestones[key] = t
         return pl.Series(range(frame.height)).is_in(pl.Series(picked, dtype=pl.Int64).implode())
+
+
+def joined(parts: list[pl.DataFrame]) -> pl.DataFrame | None:
+    """The kept lines of every chunk as one frame in `seq` order (a line kept as context of the
+    next chunk comes after lines of its own chunk kept before it), or None without any."""
+    parts = [p for p in parts if p.height]
+    return pl.concat(parts).sort("seq") if parts else None
 
 
 def _owned(frame: pl.DataFrame) -> pl.DataFrame:

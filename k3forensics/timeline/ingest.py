@@ -16,7 +16,7 @@ import polars as pl
 from k3forensics import __version__
 from k3forensics.library.loader import Library, load_library
 from k3forensics.timeline.build import Progress, TimelineBuild
-from k3forensics.timeline.digest import DIGEST_BYTES, Digest, bundle_bytes, digestible
+from k3forensics.timeline.digest import DIGEST_BYTES, Digest, bundle_bytes, digestible, fact_lines, joined
 from k3forensics.timeline.inmemory import build_whole
 from k3forensics.timeline.manifest import files_manifest, nodes_table
 from k3forensics.timeline.parse_file import CHUNK_BYTES
@@ -75,8 +75,9 @@ def build_timeline(bundle: Path, library: Library | None = None, progress: Progr
         settled = build.settle()
         samples, facts = build.side_tables()
         if digest:
-            keeper = Digest(library, facts.select("file", "line_no").drop_nulls().unique())
-            chunks = [keeper.keep(chunk) for chunk in build.finish()]
+            keeper = Digest(library, fact_lines(facts))
+            kept = joined([keeper.keep(chunk) for chunk in build.finish()])
+            chunks = [kept] if kept is not None else []
         else:
             chunks = list(build.finish())
     finally:

@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from k3forensics.library.loader import Library, load_library
+from k3forensics.timeline.digest import DIGEST_BYTES, Digest, digestible, fact_lines, joined
 from k3forensics.timeline.ingest import Timeline, build_timeline
 from k3forensics.timeline.store import is_timeline_db, open_timeline, read_frame
 from k3forensics.triage import first_failure, oom
@@ -16,6 +17,8 @@ from k3forensics.triage.environment import fingerprint
 from k3forensics.triage.hits import all_hits
 from k3forensics.triage.next_step import NextStep, decide
 from k3forensics.triage.verdict import acceptance
+
+DB_BATCH_ROWS = 200_000
 
 
 @dataclass
@@ -37,19 +40,39 @@ class TriageResult:
         return self.first is not None
 
 
-def load_timeline(db: Path) -> Timeline:
+def load_timeline(db: Path, library: Library | None = None, digest: bool | None = False) -> Timeline:
+    """The timeline of an ingested database; with `digest` (and a library), only the lines a
+    triage can use, read in batches (None: for databases of at least `DIGEST_BYTES`)."""
     con = open_timeline(db)
     try:
-        events = read_frame(con, "SELECT * FROM events ORDER BY seq")
         tables = {t: read_frame(con, f"SELECT * FROM {t}") for t in ("samples", "facts", "files", "nodes")}
+        if digest is None:
+            digest = db.stat().st_size >= DIGEST_BYTES
+        if digest and library is not None and digestible(library):
+            events = _digest_events(con, Digest(library, fact_lines(tables["facts"])))
+        else:
+            digest = False
+            events = read_frame(con, "SELECT * FROM events ORDER BY seq")
         warnings = [r[0] for r in con.sql("SELECT message FROM warnings").fetchall()]
         year_rows = con.sql("SELECT value FROM meta WHERE key = 'reference_year'").fetchall()
         year_row = year_rows[0] if year_rows else None
     finally:
         con.close()
-    events = events.with_columns(pl.col("ts").dt.convert_time_zone("UTC"), pl.col("ts_order").dt.convert_time_zone("UTC"))
+    events = _utc(events)
     return Timeline(events, tables["samples"], tables["facts"], tables["files"], tables["nodes"], warnings,
-                    int(year_row[0]) if year_row else 0)
+                    int(year_row[0]) if year_row else 0, digest=digest)
+
+
+def _digest_events(con: Any, keeper: Digest) -> pl.DataFrame:
+    # A table scan keeps insertion order (DuckDB's default), which is `seq` order: the writer
+    # inserts chunk after chunk. Sorting instead would hold the whole table.
+    reader = con.sql("SELECT * FROM events").to_arrow_reader(DB_BATCH_ROWS)
+    events = joined([keeper.keep(_utc(pl.from_arrow(batch))) for batch in reader])  # type: ignore[arg-type]
+    return events if events is not None else read_frame(con, "SELECT * FROM events LIMIT 0")
+
+
+def _utc(events: pl.DataFrame) -> pl.DataFrame:
+    return events.with_columns(pl.col(c).dt.convert_time_zone("UTC") for c in ("ts", "ts_order") if c in events.columns)
 
 
 def triage(path: Path, library: Library | None = None, tie_s: float = 2.0, db: Path | None = None,
@@ -58,7 +81,7 @@ def triage(path: Path, library: Library | None = None, tie_s: float = 2.0, db: P
     library = library or load_library()
     library.raise_problems()
     if is_timeline_db(path):
-        timeline = load_timeline(path)
+        timeline = load_timeline(path, library, digest)
     else:
         timeline = build_timeline(path, library, digest=digest)
     return triage_timeline(str(path), timeline, library, tie_s)
