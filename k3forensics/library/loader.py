@@ -291,8 +291,9 @@ def _patterns(files: Iterable[Any]) -> Iterator[str]:
             if not isinstance(entry, dict):
                 continue
             captures = entry.get("captures", [])
-            yield from (c for c in ([captures] if isinstance(captures, str) else captures or [])
-                        if isinstance(c, str))
+            captures = [captures] if isinstance(captures, str) else captures
+            if isinstance(captures, list):
+                yield from (c for c in captures if isinstance(c, str))
             if isinstance(entry.get("match"), str):
                 yield from _condition_patterns(entry["match"])
 
