@@ -11,9 +11,13 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import k3forensics.decode
+from k3forensics.bundle import BundleFile
+from k3forensics.decode import decode_file
 from k3forensics.library.loader import Library
+from k3forensics.timeline.build import TimelineBuild
 from k3forensics.timeline.ingest import build_timeline, ingest
 from k3forensics.timeline.inmemory import build_whole
+from k3forensics.timeline.smallfiles import decode_batch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -106,3 +110,76 @@ def test_the_events_are_in_the_table_order(big_bundle: Path, library: Library) -
     assert events.columns[:2] == ["seq", "file"] and events.columns[-1] == "phase"
     assert events.filter(pl.col("ts_quality") == "inferred").get_column("ts").dt.year().unique().sort().to_list() \
         == [2026, 2027]
+
+
+# -- small files, read in batches --------------------------------------------------------------
+
+
+def _mixed_small_files(bundle: Path) -> Path:
+    """Small files of every kind (empty, CRLF, Latin-1, binary, enveloped, documents, tracebacks,
+    year-less times over New Year) on both sides of a file too big for a batch."""
+    a, b = bundle / "node-a", bundle / "node-b"
+    a.mkdir(parents=True)
+    b.mkdir()
+    (a / "00-empty.log").write_bytes(b"")
+    (a / "01-crlf.log").write_bytes(b"INFO 12-31 23:59:58 [api_server.py:1] vLLM API server version 0.27.1\r\n"
+                                    b"ERROR 12-31 23:59:59 [core.py:1] EngineCore failed to start.\r\n")
+    record = '{"log":"INFO 12-31 23:59:57 [api_server.py:1885] vLLM API server version 0.27.1\\n",' \
+             '"stream":"stderr","time":"2026-12-31T23:59:57.000000000Z"}'
+    (a / "02-docker.log").write_text(f"{record}\n{record}\n{{\"log\":\"cut\n", encoding="utf-8")
+    (a / "03-gpus.txt").write_text("GPU 0: NVIDIA H200 (UUID: GPU-1234)\nGPU 1: NVIDIA H200 (UUID: GPU-5678)\n",
+                                   encoding="utf-8")
+    (a / "04-latin1.log").write_bytes("INFO 01-01 00:00:01 [x.py:1] caf\u00e9 cr\u00e8me \u00e0 la carte "
+                                      "\u00e9t\u00e9 \u00e9\u00e9\u00e9\n".encode("latin-1"))
+    (a / "05-core.bin").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(range(256)))
+    (a / "06-big.log").write_text(_vllm_log(1500), encoding="utf-8")
+    (a / "07-pdf.log").write_bytes(b"%PDF-1.4 not a log\n")
+    (a / "08-last-line-open.log").write_bytes(b"INFO 01-01 00:00:02 [x.py:1] one\n\x1b[31mred\x1b[0m\ttab")
+    for i in range(60):
+        text = _vllm_log(1).splitlines()[i % 6] if i % 5 else "no time on this line\n\nstill none"
+        (b / f"req-{i:03d}.log").write_text(text + "\n", encoding="utf-8")
+    (b / "syslog").write_text("Dec 31 23:59:59 h kernel: NVRM: Xid (PCI:0000:01:00): 79, pid=1, name=python3, "
+                              "GPU has fallen off the bus.\nJan  1 00:00:02 h kernel: NVRM: GPU 0000:01:00.0: "
+                              "GPU has fallen off the bus.\n", encoding="utf-8")
+    (b / "tb.log").write_text(
+        "ERROR 01-01 00:00:03 [core.py:1] Traceback (most recent call last):\n"
+        '  File "/v/worker.py", line 9, in load_model\n'
+        "torch.OutOfMemoryError: CUDA out of memory.\n", encoding="utf-8")
+    (b / "launch.sh").write_text("vllm serve moonshotai/Kimi-K3 --tensor-parallel-size 8\n", encoding="utf-8")
+    return bundle
+
+
+@pytest.mark.parametrize("chunk_bytes", [16 << 10, 16 << 20])
+def test_batched_small_files_give_the_same_timeline(tmp_path: Path, library: Library, chunk_bytes: int) -> None:
+    _same_timeline(_mixed_small_files(tmp_path / "bundle"), library, chunk_bytes=chunk_bytes)
+
+
+def test_small_files_share_chunks(tmp_path: Path, library: Library) -> None:
+    build = TimelineBuild(_mixed_small_files(tmp_path / "bundle"), library, chunk_bytes=128 << 10)
+    build.read()
+    # the files before and after the big one make two batches; the big one its own chunks
+    big = next(s for s in build.files if s.info.file.endswith("06-big.log"))
+    assert not big.batched and sum(s.batched for s in build.files) == len(build.files) - 1 == 71
+    assert big.info.decoded is not None
+    assert len(build.spool) <= 2 + big.info.decoded.size // (128 << 10) + 1
+    build.settle()
+    chunks = list(build.finish())
+    assert sum(c.height for c in chunks) == sum(s.lines for s in build.files)
+
+
+@pytest.mark.parametrize("data", [
+    b"", b"\n", b"\n\n", b"one", b"one\ntwo", b"one\ntwo\n", b"\ttab\x1b[0m\x0b\x0c\x08\n", b"%PDF-1.4\n",
+    b"a\r\nb\r\n", b"nul\x00byte\n", "caf\u00e9\n".encode(), b"\xff\xfeu\x00t\x00f\x00", b"latin \xe9\n",
+])
+def test_batch_decoding_equals_decode_file(tmp_path: Path, data: bytes) -> None:
+    paths = []
+    for i, content in enumerate([b"before\n", data, b"after"]):
+        path = tmp_path / f"{i}.log"
+        path.write_bytes(content)
+        paths.append(BundleFile(path.name, path, len(content), None))
+    lines, decoded = decode_batch(paths)
+    for bf, got in zip(paths, decoded, strict=True):
+        want = decode_file(bf)
+        assert_frame_equal(lines.filter(pl.col("file") == bf.rel_path), want.lines)
+        assert (got.sha256, got.size, got.encoding, got.problems, got.binary) == \
+            (want.sha256, want.size, want.encoding, want.problems, want.binary)

@@ -10,6 +10,10 @@ traceback flags set, columns in the order of the events table.
 
 The result equals the whole-bundle computation (`inmemory.py`), chunk size notwithstanding;
 tests hold the two against each other on every sample bundle.
+
+Small files are read in batches (`smallfiles.py`): one parse, one spooled chunk and one pass-2
+completion per batch of whole files, the per-file rules vectorised over the `file` column, so
+that a bundle of many tiny files does not pay a chunk's fixed costs for each of them.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from pathlib import Path
 
 import polars as pl
 
-from k3forensics.bundle import open_bundle
+from k3forensics.bundle import BundleFile, open_bundle
 from k3forensics.library.compile import uses_tracebacks
 from k3forensics.library.loader import Library
 from k3forensics.library.match import pass_one_safe
@@ -36,9 +40,20 @@ from k3forensics.timeline.phases import (
     finish_phases,
     milestone_column,
     milestone_map,
+    whole_file_phases,
 )
+from k3forensics.timeline.smallfiles import BATCH_BYTES, BATCH_FILES, BatchReader, is_small
 from k3forensics.timeline.spool import Spool
-from k3forensics.timeline.times import FileClock, Stamp, in_year, median_instant, stamps_before
+from k3forensics.timeline.times import (
+    FileClock,
+    Stamp,
+    file_times,
+    in_year,
+    median_instant,
+    observe_whole_files,
+    resolve_times,
+    stamps_before,
+)
 from k3forensics.timeline.tracebacks import FileTracebacks
 
 Progress = Callable[[str, int, int], None]  # (file, files done, files total)
@@ -63,6 +78,17 @@ class FileState:
     parsed: int = 0
     first_ts: datetime | None = None
     last_ts: datetime | None = None
+    batched: bool = False  # read whole in a batch of small files (its clock and tracebacks unused)
+
+
+@dataclass
+class FileBatch:
+    """Small files read together: their chunk of events is completed as one (pass 2)."""
+
+    states: dict[str, FileState]
+
+
+Owner = FileState | FileBatch  # what a spooled chunk holds: part of one file, or whole files
 
 
 @dataclass
@@ -91,8 +117,11 @@ class TimelineBuild:
         self.seq = 0
         self.settled: Settled | None = None
         self.hosts: dict[str, set[str]] = {}
-        self._pending: list[tuple[pl.DataFrame, Stamp | None, FileState]] = []  # read, not yet matched
+        self._pending: list[tuple[pl.DataFrame, Stamp | None, Owner]] = []  # read, not yet matched
         self._pending_rows = 0
+        self._spooled: list[Owner] = []            # of each spooled chunk, in order
+        self._clocks: list[pl.DataFrame] = []      # CLOCK_SCHEMA rows of batched files
+        self._dated = FileClock()                  # the dated times of batched files
 
     # -- pass 1 ---------------------------------------------------------------------------------
 
@@ -101,10 +130,22 @@ class TimelineBuild:
             node_by_path = node_of_paths([bf.rel_path for bf in opened.files])
             self.single_node = set(node_by_path.values()) == {DEFAULT_NODE}
             total = len(opened.files)
+            batch: list[BundleFile] = []
+            size = 0
             for done, bf in enumerate(opened.files):
                 if self.progress:
                     self.progress(bf.rel_path, done, total)
+                if is_small(bf, self.chunk_bytes):
+                    batch.append(bf)
+                    size += bf.size
+                    if len(batch) >= BATCH_FILES or size >= min(BATCH_BYTES, self.chunk_bytes):
+                        self._read_batch(batch, node_by_path)
+                        batch, size = [], 0
+                    continue
+                self._read_batch(batch, node_by_path)  # files keep their order (`seq`)
+                batch, size = [], 0
                 self._read_file(FileReader(bf, node_by_path[bf.rel_path], self.chunk_bytes))
+            self._read_batch(batch, node_by_path)
             self._match_milestones()
             for state in self.files:
                 self._rematch_tracebacks(state)
@@ -133,10 +174,42 @@ class TimelineBuild:
                                                      pl.lit(reader.info.file).alias("file")))
             if self._pending_rows >= MILESTONE_BATCH_ROWS:
                 self._match_milestones()
+        self._keep_side_columns()
+
+    def _keep_side_columns(self) -> None:
         for frames, schema in ((self.facts, FACT_SCHEMA), (self.samples, SAMPLE_SCHEMA)):
             if not frames:  # keep the columns when no file has any
                 frames.append(pl.DataFrame(schema=schema).with_columns(
                     pl.lit(None, pl.Utf8).alias("node"), pl.lit(None, pl.Utf8).alias("file")))
+
+    def _read_batch(self, files: list[BundleFile], node_by_path: dict[str, str]) -> None:
+        """Small whole files as one chunk: parsed together, numbered, observed per file."""
+        if not files:
+            return
+        read = BatchReader(files, node_by_path).read()
+        states = {i.file: FileState(i, node_by_path[i.file], _UNUSED_CLOCK, _UNUSED_TRACEBACKS, batched=True)
+                  for i in read.infos}
+        self.files += states.values()
+        nodes = {f: node_by_path[f] for f in states}
+        for frames, extra in ((self.facts, read.facts), (self.samples, read.samples)):
+            frames += [e.with_columns(pl.lit(nodes[f]).alias("node"), pl.lit(f).alias("file")) for f, e in extra]
+        self._keep_side_columns()
+        events = read.events
+        if not events.height:
+            return
+        events = events.with_columns(pl.col("file").replace_strict(nodes, return_dtype=pl.Utf8).alias("node"))
+        events = events.with_row_index("seq", offset=self.seq).with_columns(pl.col("seq").cast(pl.Int64))
+        self.seq += events.height
+        events, clocks, dated = observe_whole_files(events)
+        self._clocks.append(clocks)
+        if dated.size:
+            self._dated.dated.append(dated)
+        self._pending.append((events, None, FileBatch(states)))
+        self._pending_rows += events.height
+        if self.single_node:
+            self._note_nccl_hosts(events)
+        if self._pending_rows >= MILESTONE_BATCH_ROWS:
+            self._match_milestones()
 
     def _match_milestones(self) -> None:
         """Match the milestone signatures on the chunks read so far, all at once (many small
@@ -146,25 +219,27 @@ class TimelineBuild:
         frames = [events for events, _, _ in self._pending]
         matched = milestone_column(pl.concat(frames) if len(frames) > 1 else frames[0], self.library)
         offset = 0
-        for events, before, state in self._pending:
+        for events, before, owner in self._pending:
             part = matched.slice(offset, events.height)
             offset += events.height
-            self._note_milestones(part, before, state)
+            self._note_milestones(part, before, owner)
             self.spool.add(part)
+            self._spooled.append(owner)
         self._pending, self._pending_rows = [], 0
 
-    def _note_milestones(self, events: pl.DataFrame, before: Stamp | None, state: FileState) -> None:
+    def _note_milestones(self, events: pl.DataFrame, before: Stamp | None, owner: Owner) -> None:
         """Keep the milestone lines (and, when milestones read traceback groups, the traceback
-        lines) with the raw time their `ts_order` comes from."""
-        grouped = pl.col("tb_group").is_not_null() if self.tracebacks_matter else pl.lit(False)
+        lines of a file read in chunks) with the raw time their `ts_order` comes from."""
+        whole = isinstance(owner, FileBatch)  # whole traceback groups: matched right the first time
+        grouped = pl.col("tb_group").is_not_null() if self.tracebacks_matter and not whole else pl.lit(False)
         wanted = pl.col("milestone").is_not_null() | grouped
         if not events.select(wanted.any()).item():
             return
-        timed = stamps_before(events.filter(wanted | pl.col("ts").is_not_null()), before)
+        timed = stamps_before(events.filter(wanted | pl.col("ts").is_not_null()), before, by_file=whole)
         self.milestones.append(timed.filter(pl.col("milestone").is_not_null() & ~grouped)
                                .select(list(_MILESTONE_COLUMNS)))
-        if self.tracebacks_matter:
-            state.traceback_lines.append(_compact(timed.filter(grouped)))
+        if isinstance(owner, FileState) and self.tracebacks_matter:
+            owner.traceback_lines.append(_compact(timed.filter(grouped)))
 
     def _rematch_tracebacks(self, state: FileState) -> None:
         """A traceback group cut by a chunk boundary was matched in pieces: now that the file is
@@ -192,10 +267,13 @@ class TimelineBuild:
         rename = None
         if self.single_node and self.seq:
             rename = self._single_node_name()
-        reference = median_instant([s.clock for s in self.files], max(self.mtimes) if self.mtimes else None)
-        for state in self.files:
-            state.clock.set_year(reference)
-        milestones = self._milestone_times()
+        chunked = [s for s in self.files if not s.batched]
+        reference = median_instant([s.clock for s in chunked] + [self._dated], max(self.mtimes) if self.mtimes else None)
+        times = file_times(pl.concat([*self._clocks, *(s.clock.summary(s.info.file) for s in chunked)]), reference)
+        years = dict(times.select("file", "year").drop_nulls().iter_rows())
+        for state in chunked:
+            state.clock.year = years.get(state.info.file)
+        milestones = self._milestone_times(times)
         if rename:
             milestones = milestones.with_columns(pl.lit(rename).alias("node"))
         self.settled = Settled(rename, reference, milestone_map(milestones))
@@ -212,30 +290,47 @@ class TimelineBuild:
             return min(h for h, n in self.nccl_hosts.items() if n == top)
         return None
 
-    def _milestone_times(self) -> pl.DataFrame:
-        """The milestone lines with their `ts_order`, resolved as pass 2 will resolve them."""
+    def _milestone_times(self, times: pl.DataFrame) -> pl.DataFrame:
+        """The milestone lines with their `ts_order`, resolved as pass 2 will resolve them
+        (`times`: each file's year and resolved first time, from `file_times`)."""
         schema = {**_MILESTONE_COLUMNS, "ts_order": UTC_US}
         if not self.milestones:
             return pl.DataFrame(schema=schema)
-        rows = pl.concat(self.milestones).sort("seq")
-        years = {s.info.file: s.clock.year for s in self.files if s.clock.year is not None}
-        firsts = {s.info.file: s.clock.resolve_stamp(s.clock.first_stamp) for s in self.files}
-        year = pl.col("file").replace_strict(years, default=None, return_dtype=pl.Int32)
-        own = pl.when(pl.col("_ff_yearless")).then(in_year(pl.col("_ff_ts"), year + pl.col("_ff_wraps"))) \
+        rows = pl.concat(self.milestones).sort("seq").join(times, on="file", how="left", maintain_order="left")
+        own = pl.when(pl.col("_ff_yearless")).then(in_year(pl.col("_ff_ts"), pl.col("year") + pl.col("_ff_wraps"))) \
             .otherwise(pl.col("_ff_ts"))
-        first = pl.col("file").replace_strict(firsts, default=None, return_dtype=UTC_US)
-        return rows.with_columns(pl.coalesce(own.cast(UTC_US), first).alias("ts_order"))
+        return rows.with_columns(pl.coalesce(own.cast(UTC_US), pl.col("first")).alias("ts_order")).drop("year", "first")
 
     # -- pass 2 ---------------------------------------------------------------------------------
 
     def finish(self) -> Iterator[pl.DataFrame]:
         """Each chunk completed, in order (call `settle` first, and read everything)."""
         settled = self.settled or self.settle()
-        by_file = {s.info.file: s for s in self.files}
-        for events in self.spool.drain():
-            state = by_file[events.get_column("file")[0]]
-            yield self._complete(events, state, settled)
+        owners, self._spooled = self._spooled, []
+        for events, owner in zip(self.spool.drain(), owners, strict=True):
+            if isinstance(owner, FileBatch):
+                yield self._complete_batch(events, owner, settled)
+            else:
+                yield self._complete(events, owner, settled)
         self.spool.close()
+
+    def _complete_batch(self, events: pl.DataFrame, batch: FileBatch, settled: Settled) -> pl.DataFrame:
+        """`_complete` for whole files: the whole-file rules over the `file` column (their
+        traceback flags are final already)."""
+        if settled.rename:
+            events = events.with_columns(pl.lit(settled.rename).alias("node"))
+        events = resolve_times(events, settled.reference)
+        events = whole_file_phases(events, pl.col("file").is_in(list(settled.phases.files)))
+        events = finish_phases(events, settled.phases).select(EVENT_ORDER)
+        per_file = events.group_by("file").agg(
+            pl.len().alias("lines"), pl.col("parsed").sum().alias("parsed"),
+            pl.col("ts").min().alias("first"), pl.col("ts").max().alias("last"),
+        )
+        for file, lines, parsed, first, last in per_file.iter_rows():
+            state = batch.states[file]
+            state.lines, state.parsed, state.first_ts, state.last_ts = lines, parsed, first, last
+        self._note_hosts(events)
+        return events
 
     def _complete(self, events: pl.DataFrame, state: FileState, settled: Settled) -> pl.DataFrame:
         if settled.rename:
@@ -266,6 +361,9 @@ class TimelineBuild:
             low, high = ts.min(), ts.max()
             state.first_ts = low if state.first_ts is None else min(state.first_ts, low)  # type: ignore[type-var]
             state.last_ts = high if state.last_ts is None else max(state.last_ts, high)  # type: ignore[type-var]
+        self._note_hosts(events)
+
+    def _note_hosts(self, events: pl.DataFrame) -> None:
         hosted = events.filter(pl.col("attrs").str.contains('"host":', literal=True))
         if hosted.height:
             distinct = hosted.select("node", "attrs").unique()  # the JSON of each distinct attrs read once
@@ -291,6 +389,11 @@ class TimelineBuild:
     def milestones_ready(self) -> bool:
         """Milestone conditions read only what pass 1 knows; else the whole-bundle path is needed."""
         return all(pass_one_safe(s.condition) for s in self.library.of_role(Role.MILESTONE))
+
+
+# Batched files share these: their clocks and tracebacks are handled batch-wide.
+_UNUSED_CLOCK = FileClock()
+_UNUSED_TRACEBACKS = FileTracebacks("", whole_files=True)
 
 
 def _compact(frame: pl.DataFrame) -> pl.DataFrame:

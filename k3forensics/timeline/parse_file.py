@@ -198,8 +198,8 @@ class FileReader:
         self.info.warnings += [f"{self.bf.rel_path}: {w}" for w in result.warnings]
         return ParsedChunk(
             conform(result.events, lines),
-            _frame_or_empty(result.samples, SAMPLE_SCHEMA),
-            _frame_or_empty(result.facts, FACT_SCHEMA),
+            frame_or_empty(result.samples, SAMPLE_SCHEMA),
+            frame_or_empty(result.facts, FACT_SCHEMA),
         )
 
 
@@ -236,7 +236,7 @@ def conform(events: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
     return events.select(exprs).with_columns(pl.col("tb_final").fill_null(False), pl.col("parsed").fill_null(False))
 
 
-def _frame_or_empty(frame: pl.DataFrame | None, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+def frame_or_empty(frame: pl.DataFrame | None, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     if frame is None or frame.height == 0:
         return pl.DataFrame(schema=schema)
     return frame.select([pl.col(k).cast(v) for k, v in schema.items()])

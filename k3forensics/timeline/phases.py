@@ -44,17 +44,22 @@ def assign_phases(events: pl.DataFrame) -> pl.DataFrame:
     prints its platform detection), so within one run of a server the phase only moves
     forward; a new `container_init` milestone (a restart) starts a new run.
     """
+    out = whole_file_phases(events, pl.col("milestone").is_not_null().any().over("file"))
+    return finish_phases(out, milestone_map(out))
+
+
+def whole_file_phases(events: pl.DataFrame, own: pl.Expr) -> pl.DataFrame:
+    """Add `phase` within each whole file (`own`: the line's file has milestones of its own;
+    null elsewhere, for `finish_phases`)."""
     rank = {p: i for i, p in enumerate(PHASES)}
     milestone_rank = pl.col("milestone").replace_strict(rank, default=None, return_dtype=pl.Int32)
     run = (pl.col("milestone") == FIRST_PHASE).fill_null(False).cum_sum().over("file", order_by="line_no")
     events = events.with_columns(run.alias("_run"), milestone_rank.alias("_mrank"))
     reached = pl.col("_mrank").forward_fill().cum_max().over(["file", "_run"], order_by="line_no")
     in_file = reached.replace_strict(dict(enumerate(PHASES)), default=None, return_dtype=pl.Utf8)
-    has_own = pl.col("milestone").is_not_null().any().over("file")
-    out = events.with_columns(
-        pl.when(has_own).then(in_file.fill_null(FIRST_PHASE)).otherwise(None).alias("phase")
+    return events.with_columns(
+        pl.when(own).then(in_file.fill_null(FIRST_PHASE)).otherwise(None).alias("phase")
     ).drop("_run", "_mrank")
-    return finish_phases(out, milestone_map(out))
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,14 @@ class FileClock:
             self.first_stamp = Stamp(first[0], first[1] == "yearless", first[2])
         self.last_stamp = Stamp(last[0], last[1] == "yearless", last[2])
 
+    def summary(self, file: str) -> pl.DataFrame:
+        """The file's CLOCK_SCHEMA row (for `file_times`)."""
+        first = self.first_stamp
+        return pl.DataFrame({
+            "file": [file], "first_yearless": [self.first_yearless], "first_ts": [first.ts if first else None],
+            "first_is_yearless": [first.yearless if first else None], "first_wraps": [first.wraps if first else None],
+        }, schema=CLOCK_SCHEMA)
+
     def set_year(self, reference: datetime) -> None:
         if self.first_yearless is not None:
             frame = pl.DataFrame({"first": [self.first_yearless]}, schema={"first": UTC_US})
@@ -176,19 +184,58 @@ class FileClock:
         return out
 
 
-def stamps_before(events: pl.DataFrame, carry: Stamp | None) -> pl.DataFrame:
+def stamps_before(events: pl.DataFrame, carry: Stamp | None, by_file: bool = False) -> pl.DataFrame:
     """For each line, the raw time of the last line with a time at or before it in the file
-    (`_ff_ts`, `_ff_yearless`, `_ff_wraps`): what its `ts_order` is resolved from."""
+    (`_ff_ts`, `_ff_yearless`, `_ff_wraps`): what its `ts_order` is resolved from. `by_file`:
+    the frame holds whole files (nothing carried), each filled on its own."""
     has_ts = pl.col("ts").is_not_null()
     columns = {
         "_ff_ts": (pl.when(has_ts).then(pl.col("ts")), carry.ts if carry else None),
         "_ff_yearless": (pl.when(has_ts).then(_YEARLESS), carry.yearless if carry else None),
         "_ff_wraps": (pl.when(has_ts).then(pl.col("_wraps")), carry.wraps if carry else None),
     }
+    if by_file:
+        return events.with_columns(expr.forward_fill().over("file").alias(name) for name, (expr, _) in columns.items())
     return events.with_columns(
         (expr.forward_fill().fill_null(pl.lit(start)) if start is not None else expr.forward_fill()).alias(name)
         for name, (expr, start) in columns.items()
     )
+
+
+# -- the same over a batch of whole (small) files ----------------------------------------------------
+
+# Per file: its first year-less time and its first time (raw), as FileClock keeps them.
+CLOCK_SCHEMA: dict[str, pl.DataType] = {
+    "file": pl.Utf8(), "first_yearless": UTC_US, "first_ts": UTC_US, "first_is_yearless": pl.Boolean(),
+    "first_wraps": pl.Int32(),
+}
+
+
+def observe_whole_files(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, np.ndarray]:
+    """`FileClock.observe` over whole files at once: the events with `_wraps`, each file's
+    CLOCK_SCHEMA row (files with a time), and the dated times (µs since the epoch)."""
+    prev = _MONTH.forward_fill().shift(1).over("file")
+    wrapped = (_YEARLESS & (_MONTH < prev - 6)).fill_null(False).cast(pl.Int32)
+    out = events.with_columns(wrapped.cum_sum().over("file").cast(pl.Int32).alias("_wraps"))
+    timed = out.filter(pl.col("ts").is_not_null())
+    clocks = timed.group_by("file", maintain_order=True).agg(
+        pl.col("ts").filter(_YEARLESS).first().alias("first_yearless"),
+        pl.col("ts").first().alias("first_ts"),
+        (pl.col("ts_quality").first() == "yearless").alias("first_is_yearless"),
+        pl.col("_wraps").first().alias("first_wraps"),
+    ).cast(CLOCK_SCHEMA)  # type: ignore[arg-type]
+    dated = timed.filter(pl.col("ts_quality").is_in(DATED)).get_column("ts").dt.epoch("us").to_numpy()
+    return out, clocks, dated
+
+
+def file_times(clocks: pl.DataFrame, reference: datetime) -> pl.DataFrame:
+    """Per file (CLOCK_SCHEMA rows): `year`, the year of its first year-less line (`set_year`),
+    and `first`, its first time resolved (`resolve_stamp`): for all files in one pass."""
+    year = pl.when(pl.col("first_yearless").is_not_null()).then(_first_year(pl.col("first_yearless"), reference))
+    first = pl.when(pl.col("first_is_yearless")).then(
+        in_year(pl.col("first_ts"), pl.col("year") + pl.col("first_wraps"))).otherwise(pl.col("first_ts"))
+    return clocks.with_columns(year.cast(pl.Int32).alias("year")).select(
+        "file", "year", first.cast(UTC_US).alias("first"))
 
 
 def median_instant(clocks: list[FileClock], hint: datetime | None) -> datetime:

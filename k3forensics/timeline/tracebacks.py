@@ -9,6 +9,9 @@ the id the whole-file rule gives it. `tb_final` (the group's last exception line
 known chunks later: each chunk reports its groups' last exception line to `finals`, and
 `final_flags` sets the flag once the file is done.
 
+A batch of whole small files goes through one `FileTracebacks(whole_files=True)`: streams are
+keyed by file too, and nothing is carried (every file ends inside the batch).
+
 Each test runs only on the lines that can pass it (a literal first), which is most of the
 saving over the whole-file expression.
 """
@@ -22,7 +25,8 @@ import polars as pl
 
 from k3forensics.sources.traceback import CHAIN, EXCEPTION, FRAME, INDENTED, START
 
-_STREAM = ["_proc", "_pid"]
+_STREAM = ["file", "_proc", "_pid"]
+_KEY_SCHEMA = {"file": pl.Utf8, "_proc": pl.Utf8, "_pid": pl.Int64}
 # Literals without which the line cannot match the pattern (checked first, the regex on the rest).
 _START_LITERAL = "Traceback"
 _FRAME_LITERAL = 'File "'
@@ -70,8 +74,9 @@ class FileTracebacks:
     """Traceback state of one file, fed its chunks in order."""
 
     file: str
-    runs: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)  # stream -> (_run, _nth)
+    runs: dict[tuple[str, str, int], tuple[int, int]] = field(default_factory=dict)  # stream -> (_run, _nth)
     finals: dict[int, int] = field(default_factory=dict)  # tb_group -> line_no of its last exception
+    whole_files: bool = False  # chunks hold whole files: no stream state to carry
 
     def annotate(self, events: pl.DataFrame) -> pl.DataFrame:
         """Add tb_group, exception and a provisional tb_final (see `final_flags`)."""
@@ -83,14 +88,15 @@ class FileTracebacks:
         # the others only count their plain lines (most lines of a big log).
         opened = [key for key, (_, nth) in self.runs.items() if nth > 0]
         started = frame.filter(pl.col("_start")).select(_STREAM).unique()
-        keys = pl.concat([started, pl.DataFrame(opened, schema={"_proc": pl.Utf8, "_pid": pl.Int64}, orient="row")])
+        keys = pl.concat([started, pl.DataFrame(opened, schema=_KEY_SCHEMA, orient="row")])
         frame = frame.with_row_index("_i")
         busy = frame.join(keys.unique(), on=_STREAM, how="semi", maintain_order="left")
-        self._carry_plain(frame.join(keys.unique(), on=_STREAM, how="anti"))
+        if not self.whole_files:
+            self._carry_plain(frame.join(keys.unique(), on=_STREAM, how="anti"))
         groups = pl.Series("tb_group", [None] * frame.height, dtype=pl.Int64)
         if busy.height:
             numbered = self._numbered(busy).select("_i", pl.when(pl.col("_belongs") & (pl.col("_nth") > 0)).then(
-                (pl.struct(pl.lit(self.file, pl.Utf8).alias("file"), pl.col("_proc").alias("process"),
+                (pl.struct(pl.col("file"), pl.col("_proc").alias("process"),
                            pl.col("_pid").alias("pid"), "_run", "_nth").hash(seed=7) // 2).cast(pl.Int64)
             ).otherwise(None).alias("tb_group"))
             groups = groups.scatter(numbered.get_column("_i"), numbered.get_column("tb_group"))
@@ -110,15 +116,15 @@ class FileTracebacks:
     def _carry_plain(self, frame: pl.DataFrame) -> None:
         """No traceback can be open in this chunk: only count each stream's plain lines."""
         counts = frame.group_by(_STREAM).agg((~pl.col("_belongs")).sum().alias("plain"))
-        for proc, pid, plain in counts.iter_rows():
-            run, nth = self.runs.get((proc, pid), (0, 0))
-            self.runs[(proc, pid)] = (run + plain, nth if plain == 0 else 0)
+        for file, proc, pid, plain in counts.iter_rows():
+            run, nth = self.runs.get((file, proc, pid), (0, 0))
+            self.runs[(file, proc, pid)] = (run + plain, nth if plain == 0 else 0)
 
     def _numbered(self, frame: pl.DataFrame) -> pl.DataFrame:
         """`_run` and `_nth` as the whole-file rule numbers them, carried across chunks."""
         carry = pl.DataFrame(
-            [(proc, pid, run, nth) for (proc, pid), (run, nth) in self.runs.items()],
-            schema={"_proc": pl.Utf8, "_pid": pl.Int64, "_run0": pl.UInt32, "_nth0": pl.UInt32}, orient="row",
+            [(*key, run, nth) for key, (run, nth) in self.runs.items()],
+            schema={**_KEY_SCHEMA, "_run0": pl.UInt32, "_nth0": pl.UInt32}, orient="row",
         )
         local_run = (~pl.col("_belongs")).cum_sum().over(_STREAM)
         numbered = frame.join(carry, on=_STREAM, how="left", maintain_order="left").with_columns(
@@ -131,9 +137,10 @@ class FileTracebacks:
              + pl.when(pl.col("_local") == 0).then(pl.col("_nth0").fill_null(0)).otherwise(pl.lit(0, pl.UInt32)))
             .cast(pl.UInt32).alias("_nth"),
         )
-        last = numbered.group_by(_STREAM).agg(pl.col("_run").last(), pl.col("_nth").last())
-        for proc, pid, run, nth in last.iter_rows():
-            self.runs[(proc, pid)] = (run, nth)
+        if not self.whole_files:
+            last = numbered.group_by(_STREAM).agg(pl.col("_run").last(), pl.col("_nth").last())
+            for file, proc, pid, run, nth in last.iter_rows():
+                self.runs[(file, proc, pid)] = (run, nth)
         return numbered.drop("_run0", "_nth0", "_local")
 
     def _note_finals(self, frame: pl.DataFrame) -> None:

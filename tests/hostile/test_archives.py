@@ -171,8 +171,6 @@ def test_folder_links_to_outside_are_not_followed(zoo: ZooRun) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="ingest spends ~80 ms per file (one parse and one signature pass per "
-                   "file): 100,000 one-line files take hours; small files should be parsed in batches")
 def test_hundred_thousand_tiny_files(sandbox: Sandbox) -> None:
     bundle = make.many_files(sandbox.inputs, n=100_000)
     sandbox.snapshot()
