@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
 from k3forensics.triage.first_failure import choose
 
-T0 = datetime(2026, 8, 14, 10, 0, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 8, 14, 10, 0, 0, tzinfo=UTC)
 
 
 def hits(*rows: tuple) -> pl.DataFrame:
