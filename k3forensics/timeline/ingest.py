@@ -20,6 +20,7 @@ from k3forensics.timeline.digest import DIGEST_BYTES, Digest, bundle_bytes, dige
 from k3forensics.timeline.inmemory import build_whole
 from k3forensics.timeline.manifest import files_manifest, nodes_table
 from k3forensics.timeline.parse_file import CHUNK_BYTES
+from k3forensics.timeline.prefetch import prefetched
 from k3forensics.timeline.store import TimelineWriter
 
 __all__ = ["IngestSummary", "Progress", "Timeline", "build_timeline", "ingest"]
@@ -76,7 +77,7 @@ def build_timeline(bundle: Path, library: Library | None = None, progress: Progr
         samples, facts = build.side_tables()
         if digest:
             keeper = Digest(library, fact_lines(facts))
-            kept = joined([keeper.keep(chunk) for chunk in build.finish()])
+            kept = joined([keeper.keep(chunk) for chunk in prefetched(build.finish())])
             chunks = [kept] if kept is not None else []
         else:
             chunks = list(build.finish())
@@ -109,7 +110,7 @@ def ingest(bundle: Path, db: Path, library: Library | None = None, progress: Pro
         build.read()
         settled = build.settle()
         with TimelineWriter(db) as writer:
-            for chunk in build.finish():
+            for chunk in prefetched(build.finish()):
                 writer.add_events(chunk)
             samples, facts = build.side_tables()
             files, nodes = _tables(build)
