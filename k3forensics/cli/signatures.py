@@ -135,7 +135,7 @@ def suggest_cmd(path: Path, limit: int, fmt: str, signature_dirs: tuple[Path, ..
     from k3forensics.triage.run import triage
 
     library = library_from(signature_dirs)
-    result = triage(path, library)
+    result = triage(path, library, digest=False)  # the lines no signature knows are the point here
     templates = unexplained(result.timeline.events, result.hits, limit=limit)
     out = console()
     if fmt == "yaml":
