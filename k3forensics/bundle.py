@@ -3,7 +3,8 @@
 The container is recognised by its magic bytes, never by its name. Archives are unpacked
 into a private temporary folder that is removed when the `with` block ends; every member is
 stored there under an opaque numbered name (its bundle path lives in `BundleFile.rel_path`),
-so no member name can ever steer where a byte is written.
+so no member name can ever steer where a byte is written. Small members (up to 256 KiB, and
+256 MiB in all) are held in memory instead (`BundleFile.data`): nothing is written for them.
 
 Hostile input is refused with a `BundleError` naming the member: a path with `..` or an
 absolute path, a link pointing outside the archive, more files or bytes than `Limits`
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
 import os
 import posixpath
@@ -35,11 +37,16 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from k3forensics.errors import BundleError, Location
 
 _COPY_CHUNK = 1 << 20
+# Archive members up to this size stay in memory (up to _MEMORY_BUDGET in all): writing,
+# reading back and deleting a file per member costs 0.3-1 ms each, which a bundle of
+# 100,000 one-line files would spend mostly on the filesystem.
+_MEMORY_MEMBER = 256 << 10
+_MEMORY_BUDGET = 256 << 20
 _HEAD = 512
 _SNIFF = 1024  # two tar blocks: an empty tar is two zero blocks
 _EMPTY_TAR_MAX = 20480
@@ -53,9 +60,14 @@ _WARNINGS_PER_KIND = 50
 @dataclass(frozen=True)
 class BundleFile:
     rel_path: str            # posix path inside the bundle
-    path: Path               # a readable regular file on disk
+    path: Path               # a readable regular file on disk (for a member held in `data`: its archive)
     size: int
     mtime: datetime | None   # UTC; zip times carry no zone and are read as UTC
+    data: bytes | None = field(default=None, repr=False, compare=False)  # a small archive member's content
+
+    def open(self) -> BinaryIO:
+        """The content, from memory or from disk (read it through this, never through `path`)."""
+        return io.BytesIO(self.data) if self.data is not None else open(self.path, "rb")
 
 
 @dataclass(frozen=True)
@@ -243,6 +255,7 @@ class _Opener:
         self.entries = 0
         self.total = 0
         self.stored = 0
+        self.in_memory = 0
         self.warnings: list[str] = []
         self.overflow: Counter[str] = Counter()
         self.kinds: Counter[str] = Counter()
@@ -312,32 +325,54 @@ class _Opener:
         shard.mkdir(exist_ok=True)
         return shard / f"{self.stored:08d}"
 
-    def copy(self, src: Any, label: str, member: str, meter: _Meter | None) -> _Copied:
-        """Stream one member into the store under the caps; a read error ends the copy and is returned."""
-        copied = _Copied(self.new_store_path())
+    def copy(self, src: Any, label: str, member: str, meter: _Meter | None, expected: int | None = None) -> _Copied:
+        """Stream one member into the store under the caps; a read error ends the copy and is returned.
+        A member announcing at most `_MEMORY_MEMBER` bytes is kept in memory while it keeps to that."""
+        read = getattr(src, "read1", src.read)  # read1: a cut stream still yields what precedes the cut
+        held = bytearray()
+        if expected is not None and expected <= _MEMORY_MEMBER and self.in_memory + expected <= _MEMORY_BUDGET:
+            copied = _Copied(None)
+            while len(held) <= _MEMORY_MEMBER:
+                if not self._take(read, copied, held, label, member, meter):
+                    copied.data = bytes(held)
+                    self.in_memory += len(held)
+                    return copied
+        copied = _Copied(self.new_store_path(), size=len(held))
         try:
-            out = open(copied.dest, "xb")
+            out = open(copied.dest, "xb")  # type: ignore[arg-type]
         except OSError as exc:
             raise self.write_error(label, member, exc) from exc
-        read = getattr(src, "read1", src.read)  # read1: a cut stream still yields what precedes the cut
         with out:
             while True:
-                try:
-                    chunk = read(_COPY_CHUNK)
-                except _READ_ERRORS as exc:
-                    copied.error = exc
+                self._write(out, held, label, member)
+                held.clear()
+                if not self._take(read, copied, held, label, member, meter):
+                    self._write(out, held, label, member)
                     return copied
-                if not chunk:
-                    return copied
-                copied.size += len(chunk)
-                self.charge(len(chunk), label, member)
-                if meter is not None:
-                    meter.out += len(chunk)
-                    self.check_ratio(meter, label, member)
-                try:
-                    out.write(chunk)
-                except OSError as exc:
-                    raise self.write_error(label, member, exc) from exc
+
+    def _take(self, read: Callable[[int], bytes], copied: _Copied, into: bytearray, label: str, member: str,
+              meter: _Meter | None) -> bool:
+        """Read the next piece into `into`, under the caps; False at the end or at a read error."""
+        try:
+            chunk = read(_COPY_CHUNK)
+        except _READ_ERRORS as exc:
+            copied.error = exc
+            return False
+        if not chunk:
+            return False
+        copied.size += len(chunk)
+        self.charge(len(chunk), label, member)
+        if meter is not None:
+            meter.out += len(chunk)
+            self.check_ratio(meter, label, member)
+        into += chunk
+        return True
+
+    def _write(self, out: BinaryIO, data: bytes | bytearray, label: str, member: str) -> None:
+        try:
+            out.write(data)
+        except OSError as exc:
+            raise self.write_error(label, member, exc) from exc
 
     def write_error(self, label: str, member: str, exc: OSError) -> BundleError:
         return BundleError(
@@ -380,6 +415,7 @@ class _Opener:
         copied = self.decompress_to_store(self.path, kind, self.name, rel)
         if copied.error is not None:
             raise _damaged(self.name, rel, copied.error, during_data=True) from copied.error
+        assert copied.dest is not None
         self.put(rel, BundleFile(rel, copied.dest, copied.size, _utc(self.path.stat().st_mtime)))
 
     # -- folders -------------------------------------------------------------------------------
@@ -475,6 +511,7 @@ class _Opener:
         if copied.error is not None:
             self.warn("damaged", f"{rel}: compressed file is damaged ({_why(copied.error)}); "
                                  f"the first {copied.size} bytes are kept")
+        assert copied.dest is not None
         self.put(new_rel, BundleFile(new_rel, copied.dest, copied.size, mtime),
                  gz_name=rel if new_rel != rel else None)
 
@@ -489,7 +526,7 @@ class _Opener:
                 copied.error = exc
                 return copied
             with stream:
-                return self.copy(stream, label, member, _Meter(lambda: raw.count))
+                return self.copy(stream, label, member, _Meter(lambda: raw.count))  # on disk: no `expected`
 
     # -- archives ------------------------------------------------------------------------------
 
@@ -539,7 +576,7 @@ class _Opener:
         elif not member.isreg():
             self.warn("special", f"{label}: member '{name}' is a {_tar_kind(member)}; skipped")
         else:
-            copied = self.copy(tar.extractfile(member), label, name, meter)
+            copied = self.copy(tar.extractfile(member), label, name, meter, expected=member.size)
             if copied.error is not None:
                 raise _damaged(label, name, copied.error, during_data=True) from copied.error
             self.add_member(prefix + rel, copied, _utc(member.mtime), label, depth)
@@ -579,7 +616,7 @@ class _Opener:
                 if stat.S_ISLNK(mode):  # zip stores a link as a member whose content is the target
                     self.link(rel, src.read(4096).decode("utf-8", "replace"), False, label)
                     return
-                copied = self.copy(src, label, name, _Meter(lambda: info.compress_size))
+                copied = self.copy(src, label, name, _Meter(lambda: info.compress_size), expected=info.file_size)
         except NotImplementedError as exc:
             self.warn("unsupported", f"{label}: member '{name}' cannot be read ({exc}); skipped")
             return
@@ -590,6 +627,17 @@ class _Opener:
         self.add_member(prefix + rel, copied, _zip_mtime(info), label, depth)
 
     def add_member(self, rel: str, copied: _Copied, mtime: datetime | None, label: str, depth: int) -> None:
+        if copied.data is not None and _magic(copied.data[:_SNIFF], copied.size) is None:
+            self.put(rel, BundleFile(rel, self.path, copied.size, mtime, data=copied.data))
+            return
+        if copied.data is not None:  # an archive or a compressed file: those are read from disk
+            copied.dest = self.new_store_path()
+            try:
+                copied.dest.write_bytes(copied.data)
+            except OSError as exc:
+                raise self.write_error(label, rel, exc) from exc
+            copied.data = None
+        assert copied.dest is not None
         self.add(rel, copied.dest, copied.size, mtime, _read_head(copied.dest) or b"", label, depth)
 
     def link(self, member_rel: str, target: str, hard: bool, label: str) -> None:
@@ -610,9 +658,10 @@ class _Opener:
 
 @dataclass
 class _Copied:
-    dest: Path
+    dest: Path | None          # in the store; None while the content is held in `data`
     size: int = 0
     error: BaseException | None = None
+    data: bytes | None = None
 
 
 _DAMAGED_HINT = "the copy is incomplete or damaged: copy it again, or unpack what you can and pass the folder"

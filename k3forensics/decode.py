@@ -403,7 +403,7 @@ def iter_decoded_chunks(bf: BundleFile, chunk_bytes: int = 64 << 20, *,
     file's sha256 (computed while reading) and the counted problems; the others carry "" and
     no problems. An empty or binary file yields exactly one chunk with no lines."""
     try:
-        with open(bf.path, "rb") as fh:
+        with bf.open() as fh:
             yield from _decode_stream(bf.rel_path, fh, chunk_bytes, max_line_bytes)
     except OSError as exc:
         raise BundleError(f"cannot be read: {exc.strerror or exc}", Location(bf.rel_path),
@@ -413,7 +413,7 @@ def iter_decoded_chunks(bf: BundleFile, chunk_bytes: int = 64 << 20, *,
 def decode_file(bf: BundleFile, *, max_line_bytes: int = 1 << 20) -> DecodedFile:
     """Decode a whole file at once (for files over BIG_FILE_BYTES prefer iter_decoded_chunks)."""
     try:
-        size = bf.path.stat().st_size
+        size = len(bf.data) if bf.data is not None else bf.path.stat().st_size
     except OSError as exc:
         raise BundleError(f"cannot be read: {exc.strerror or exc}", Location(bf.rel_path),
                           "check that the file is still there and readable") from exc

@@ -15,10 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from k3forensics.bundle import Bundle, Limits, open_bundle
+from k3forensics.bundle import Bundle, BundleFile, Limits, open_bundle
 from k3forensics.errors import BundleError
 
 MTIME = 1_760_000_000  # 2025-10-09
+
+
+def _content(bf: BundleFile) -> bytes:
+    with bf.open() as fh:
+        return fh.read()
 
 
 @pytest.fixture(autouse=True)
@@ -69,7 +74,7 @@ def make_zip(path: Path, members: list[tuple[str, bytes]]) -> Path:
 
 
 def contents(bundle: Bundle) -> dict[str, bytes]:
-    return {f.rel_path: f.path.read_bytes() for f in bundle.files}
+    return {f.rel_path: _content(f) for f in bundle.files}
 
 
 def refused(path: Path, limits: Limits = Limits()) -> str:  # noqa: B008 - frozen dataclass
@@ -342,3 +347,15 @@ def test_hundred_thousand_tiny_files(tmp_path: Path) -> None:
         assert len(bundle.files) == 100_000 and bundle.warnings == []
         assert bundle.files[0].rel_path == "d00/000.log"
     assert time.monotonic() - started < 120  # a sanity bound, not a benchmark
+
+
+def test_small_members_stay_in_memory_and_large_ones_on_disk(tmp_path: Path) -> None:
+    small = b"INFO 08-18 14:10:00 one line\n"
+    large = b"x" * (300 << 10) + b"\n"
+    nested = tar_bytes([("inner.log", small)])
+    archive = make_tar(tmp_path / "b.tar.gz", [("small.log", small), ("large.log", large), ("inner.tar.gz", nested)])
+    with open_bundle(archive) as bundle:
+        by_name = {f.rel_path: f for f in bundle.files}
+        assert contents(bundle) == {"small.log": small, "large.log": large, "inner/inner.log": small}
+        assert by_name["small.log"].data == small
+        assert by_name["large.log"].data is None and by_name["large.log"].path.is_file()

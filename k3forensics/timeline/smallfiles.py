@@ -71,7 +71,9 @@ def _plain(data: bytes) -> bool:
 
 def _read(bf: BundleFile) -> bytes:
     try:
-        with open(bf.path, "rb") as fh:
+        if bf.data is not None:
+            return bf.data
+        with bf.open() as fh:
             return fh.read()
     except OSError as exc:
         raise BundleError(f"cannot be read: {exc.strerror or exc}", Location(bf.rel_path),
