@@ -28,27 +28,26 @@ def prefetched(items: Iterator[T], depth: int = 1) -> Iterator[T]:
     ready: queue.Queue[object] = queue.Queue(maxsize=depth)
     stop = threading.Event()
 
+    def put(item: object) -> bool:
+        """Hand one item over; False once the consumer has stopped."""
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def work() -> None:
         try:
             for item in items:
-                while not stop.is_set():
-                    try:
-                        ready.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not put(item):
                     _close(items)
                     return
             outcome: object = _DONE
         except BaseException as error:  # handed to the consumer, which raises it
             outcome = _Failed(error)
-        while not stop.is_set():
-            try:
-                ready.put(outcome, timeout=0.1)
-                return
-            except queue.Full:
-                continue
+        put(outcome)
 
     worker = threading.Thread(target=work, name="k3f-prefetch", daemon=True)
     worker.start()
