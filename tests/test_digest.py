@@ -11,7 +11,6 @@ import pytest
 
 from k3forensics.report.model import build_report
 from k3forensics.timeline import ingest
-from k3forensics.timeline.digest import bundle_bytes
 from k3forensics.timeline.ingest import build_timeline
 from k3forensics.triage import run
 from k3forensics.triage.contract import to_contract
@@ -67,10 +66,10 @@ def test_digest_drops_the_noise_around_a_failure(tmp_path: Path, library) -> Non
     assert kept.height == 1
 
 
-def test_bundles_from_the_threshold_on_are_digested(monkeypatch: pytest.MonkeyPatch, library) -> None:
+def test_bundles_whose_events_outgrow_the_budget_are_digested(monkeypatch: pytest.MonkeyPatch, library) -> None:
     bundle = ROOT / "samples" / "oom-weight-load" / "bundle"
     assert not triage(bundle, library).timeline.digest  # samples are small
-    monkeypatch.setattr(ingest, "DIGEST_BYTES", bundle_bytes(bundle))
+    monkeypatch.setattr(ingest, "DIGEST_MEMORY_BYTES", 1)
     assert triage(bundle, library).timeline.digest
     assert not triage(bundle, library, digest=False).timeline.digest
 

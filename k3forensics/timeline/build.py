@@ -102,9 +102,10 @@ class Settled:
 
 class TimelineBuild:
     def __init__(self, bundle: Path, library: Library, *, spool_dir: Path | None = None,
+                 spool_memory_bytes: int | None = None,
                  chunk_bytes: int = CHUNK_BYTES, progress: Progress | None = None):
         self.bundle, self.library, self.chunk_bytes, self.progress = bundle, library, chunk_bytes, progress
-        self.spool = Spool(spool_dir)
+        self.spool = Spool(spool_dir, spool_memory_bytes)
         self.files: list[FileState] = []
         self.warnings: list[str] = []
         self.mtimes: list[datetime] = []

@@ -11,9 +11,7 @@ a row-local signature's hits are kept, and for the others every line holding the
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import polars as pl
 
@@ -23,7 +21,7 @@ from k3forensics.library.match import Matcher, text_column
 from k3forensics.library.model import Role
 from k3forensics.library.prefilter import Literals, required
 
-DIGEST_BYTES = 128 << 20  # from this size on (on disk) a triage keeps a digest, not every line
+DIGEST_BYTES = 128 << 20  # a triage of a timeline database this large reads a digest
 CONTEXT_LINES = 5     # the report shows ±5 lines around a hit
 SAMPLE_EVERY = 200    # and every 200th timed line as a tick on its node's lane
 API_CAPTURE = "api_capture"
@@ -42,20 +40,6 @@ def fact_lines(facts: pl.DataFrame) -> pl.DataFrame:
     if not {"file", "line_no"} <= set(facts.columns):
         return pl.DataFrame(schema={"file": pl.Utf8, "line_no": pl.Int64})
     return facts.select(pl.col("file").cast(pl.Utf8), pl.col("line_no").cast(pl.Int64)).drop_nulls().unique()
-
-
-def bundle_bytes(bundle: Path) -> int:
-    """The bundle's size on disk (an archive's compressed size): enough to tell large from small."""
-    if not bundle.is_dir():
-        return bundle.stat().st_size if bundle.exists() else 0
-    total = 0
-    for folder, _, names in os.walk(bundle):
-        for name in names:
-            try:
-                total += Path(folder, name).lstat().st_size
-            except OSError:  # unreadable entries are the bundle reader's to report
-                continue
-    return total
 
 
 @dataclass

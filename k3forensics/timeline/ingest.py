@@ -16,12 +16,15 @@ import polars as pl
 from k3forensics import __version__
 from k3forensics.library.loader import Library, load_library
 from k3forensics.timeline.build import Progress, TimelineBuild
-from k3forensics.timeline.digest import DIGEST_BYTES, Digest, bundle_bytes, digestible, fact_lines, joined
+from k3forensics.timeline.digest import Digest, digestible, fact_lines, joined
 from k3forensics.timeline.inmemory import build_whole
 from k3forensics.timeline.manifest import files_manifest, nodes_table
 from k3forensics.timeline.parse_file import CHUNK_BYTES
 from k3forensics.timeline.prefetch import prefetched
 from k3forensics.timeline.store import TimelineWriter
+
+# A bundle whose events take more than this in memory while read is triaged from a digest.
+DIGEST_MEMORY_BYTES = 256 << 20
 
 __all__ = ["IngestSummary", "Progress", "Timeline", "build_timeline", "ingest"]
 
@@ -61,20 +64,21 @@ def build_timeline(bundle: Path, library: Library | None = None, progress: Progr
                    chunk_bytes: int = CHUNK_BYTES, digest: bool | None = False) -> Timeline:
     """Every event of `bundle` in memory; with `digest`, only the lines a triage can use
     (`digest.py`; the others wait on disk between the passes and are counted, not kept).
-    `digest=None` digests bundles of at least `DIGEST_BYTES`."""
+    `digest=None` digests a bundle whose events outgrow `DIGEST_MEMORY_BYTES` while read."""
     library = library or load_library()
     library.raise_problems()
-    if digest is None:
-        digest = bundle_bytes(bundle) >= DIGEST_BYTES
-    digest = digest and digestible(library)
+    wanted = digest is not False and digestible(library)
     build = TimelineBuild(bundle, library, chunk_bytes=chunk_bytes, progress=progress,
-                          spool_dir=Path(tempfile.gettempdir()) if digest else None)
+                          spool_dir=Path(tempfile.gettempdir()) if wanted else None,
+                          spool_memory_bytes=DIGEST_MEMORY_BYTES if wanted and digest is None else None)
     if not build.milestones_ready():
+        build.spool.close()
         return Timeline(*build_whole(bundle, library, progress))
     try:
         build.read()
         settled = build.settle()
         samples, facts = build.side_tables()
+        digest = wanted and build.spool.on_disk
         if digest:
             keeper = Digest(library, fact_lines(facts))
             kept = joined([keeper.keep(chunk) for chunk in prefetched(build.finish())])
@@ -98,6 +102,7 @@ def ingest(bundle: Path, db: Path, library: Library | None = None, progress: Pro
     build = TimelineBuild(bundle, library, chunk_bytes=chunk_bytes, progress=progress,
                           spool_dir=spool_dir or Path(tempfile.gettempdir()))
     if not build.milestones_ready():
+        build.spool.close()
         timeline = Timeline(*build_whole(bundle, library, progress))
         with TimelineWriter(db) as writer:
             if timeline.events.height:

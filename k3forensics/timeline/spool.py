@@ -2,8 +2,9 @@
 
 The first pass parses files chunk by chunk; the second needs bundle-level summaries (the
 reference year, the milestone timeline) that exist only once every file is read. An in-memory
-spool suits triage (the result is held in memory anyway); a disk spool keeps `ingest`'s memory
-flat however large the bundle: each chunk is one Parquet file, read back and deleted in order.
+spool suits a small bundle; a disk spool keeps memory flat however large the bundle: each
+chunk is one Parquet file, read back and deleted in order. Triage starts in memory and moves
+to disk once the chunks outgrow a budget (then it keeps a digest, see `digest.py`).
 """
 
 from __future__ import annotations
@@ -21,10 +22,16 @@ _COMPRESSION = "lz4"
 
 
 class Spool:
-    def __init__(self, folder: Path | None = None):
+    """`folder` None: chunks stay in memory. With `folder`: on disk there; with `memory_bytes`
+    as well, in memory until they add up to more, then all of them on disk."""
+
+    def __init__(self, folder: Path | None = None, memory_bytes: int | None = None):
         self._frames: list[pl.DataFrame] = []
         self._paths: list[Path] = []
-        self._dir = Path(tempfile.mkdtemp(prefix="k3f-spool-", dir=folder)) if folder is not None else None
+        self._folder, self._memory_bytes, self._held = folder, memory_bytes, 0
+        self._dir: Path | None = None
+        if folder is not None and memory_bytes is None:
+            self._spill()
 
     @property
     def on_disk(self) -> bool:
@@ -32,8 +39,22 @@ class Spool:
 
     def add(self, frame: pl.DataFrame) -> None:
         if self._dir is None:
+            self._held += frame.estimated_size()
             self._frames.append(frame)
+            if self._folder is not None and self._memory_bytes is not None and self._held > self._memory_bytes:
+                self._spill()
             return
+        self._write(frame)
+
+    def _spill(self) -> None:
+        """From now on on disk, the chunks held so far first."""
+        self._dir = Path(tempfile.mkdtemp(prefix="k3f-spool-", dir=self._folder))
+        frames, self._frames, self._held = self._frames, [], 0
+        for frame in frames:
+            self._write(frame)
+
+    def _write(self, frame: pl.DataFrame) -> None:
+        assert self._dir is not None
         path = self._dir / f"{len(self._paths):06d}.parquet"
         frame.write_parquet(path, compression=_COMPRESSION, statistics=False)
         self._paths.append(path)
