@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 from k3forensics.errors import BundleError, Location
 
@@ -368,7 +368,7 @@ class _Opener:
         into += chunk
         return True
 
-    def _write(self, out: BinaryIO, data: bytes | bytearray, label: str, member: str) -> None:
+    def _write(self, out: IO[bytes], data: bytes | bytearray, label: str, member: str) -> None:
         try:
             out.write(data)
         except OSError as exc:
@@ -521,8 +521,9 @@ class _Opener:
             try:
                 stream = _STREAMS[kind](raw)
             except _READ_ERRORS as exc:  # lzma reads its header at once
-                copied = _Copied(self.new_store_path())
-                copied.dest.touch()
+                dest = self.new_store_path()
+                dest.touch()
+                copied = _Copied(dest)
                 copied.error = exc
                 return copied
             with stream:

@@ -12,6 +12,7 @@ a row-local signature's hits are kept, and for the others every line holding the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import polars as pl
 
@@ -64,7 +65,7 @@ class Digest:
             if not is_row_local(sig.condition):
                 undecided = undecided | (required(sig.condition) or Literals())
         self._undecided = undecided
-        self._milestones: dict[tuple[str, str], object] = {}  # (file, milestone) -> earliest ts_order kept
+        self._milestones: dict[tuple[str, str], datetime | None] = {}  # (file, milestone) -> earliest ts_order kept
 
     def keep(self, events: pl.DataFrame) -> pl.DataFrame:
         """The useful lines of `events` (lines in `seq` order; one file's or several files')."""
@@ -77,11 +78,10 @@ class Digest:
         return self._keep_file(events)
 
     def _keep_file(self, events: pl.DataFrame) -> pl.DataFrame:
-        carried = self._tail is not None and self._tail.height and \
-            self._tail.get_column("file")[0] == events.get_column("file")[0]
-        frame = pl.concat([self._tail, events]) if carried else events  # type: ignore[list-item]
-        fresh = pl.Series([False] * (frame.height - events.height) + [True] * events.height) if carried \
-            else pl.Series([True] * events.height)
+        tail = self._tail
+        carried = tail is not None and tail.height > 0 and tail.get_column("file")[0] == events.get_column("file")[0]
+        frame = pl.concat([tail, events]) if carried and tail is not None else events
+        fresh = pl.Series([False] * (frame.height - events.height) + [True] * events.height)
         wanted = self._wanted(frame) | (fresh & self._first_milestones(frame, fresh))
         if carried:  # tail lines kept with the previous chunk are not kept twice
             wanted = wanted & ~frame.get_column("seq").is_in(pl.Series(list(self._kept), dtype=pl.Int64).implode())

@@ -14,11 +14,12 @@ import tempfile
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import polars as pl
 
 # lz4: the cheapest codec to write and read back; the spool lives only as long as the build.
-_COMPRESSION = "lz4"
+_COMPRESSION: Literal["lz4"] = "lz4"
 
 
 class Spool:
@@ -39,7 +40,7 @@ class Spool:
 
     def add(self, frame: pl.DataFrame) -> None:
         if self._dir is None:
-            self._held += frame.estimated_size()
+            self._held += int(frame.estimated_size())
             self._frames.append(frame)
             if self._folder is not None and self._memory_bytes is not None and self._held > self._memory_bytes:
                 self._spill()
