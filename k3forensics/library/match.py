@@ -33,6 +33,7 @@ HIT_SCHEMA = {"seq": pl.Int64, "signature": pl.Utf8, "captures": pl.Utf8}
 # pass over all candidates (fewer, larger polars calls); above it each over its own candidates.
 BATCH_ROWS = 50_000
 DENSE_SHARE = 8  # a signature is batched when its candidates are at least 1/8 of the pool
+SMALL_POOL = 5_000  # or when the pool is this small
 
 # Columns the compiled expressions may read; absent ones are added as nulls.
 _NEEDED = {"milestone": pl.Utf8, "phase": pl.Utf8, "tb_group": pl.Int64, "ts_order": pl.Datetime("us", "UTC"),
@@ -252,6 +253,8 @@ class Matcher:
         line when some signature needs ` HTTP/`) is cheaper on its own candidates."""
         if self._pool is None or self._masks is None or not self._pool.height:
             return []
+        if self._pool.height <= SMALL_POOL:  # few lines: one call beats one per signature
+            return ids
         counts = self._masks.sum().row(0, named=True)
         return [i for i in ids if counts.get(i, 0) * DENSE_SHARE >= self._pool.height]
 
