@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from k3forensics.library.loader import Library
+from k3forensics.triage.contract import to_contract
 from k3forensics.triage.run import triage
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +32,11 @@ def test_a_small_generated_bundle_is_triaged_to_its_buried_failure(tmp_path: Pat
     assert (result.first["file"], result.first["line_no"], result.first["category"]) == \
         (want["file"], want["line_no"], want["category"])
     assert json.loads((tmp_path / "expected.json").read_text())["first_failure"] == want
+    # What a large bundle gets: the same answer from a digest of a few per cent of the lines.
+    digested = triage(bundle, library, digest=True)
+    assert digested.timeline.digest
+    assert digested.timeline.events.height * 10 < result.timeline.events.height
+    assert json.dumps(to_contract(digested), default=str) == json.dumps(to_contract(result), default=str)
 
 
 def test_the_runner_reports_the_figures(tmp_path: Path) -> None:
