@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -22,7 +24,7 @@ from k3forensics.cli.render_triage import render_triage
 from k3forensics.cli.report import report
 from k3forensics.cli.signatures import signatures
 from k3forensics.cli.tables import print_frame
-from k3forensics.timeline.ingest import IngestSummary, ingest
+from k3forensics.timeline.ingest import IngestSummary, Progress, ingest
 from k3forensics.timeline.schema import TIMELINE_TABLES
 from k3forensics.timeline.store import open_timeline
 from k3forensics.triage.contract import to_contract
@@ -51,20 +53,31 @@ def _default_db(bundle: Path) -> Path:
 @reports_errors
 def ingest_cmd(bundle: Path, db: Path | None, signature_dirs: tuple[Path, ...]) -> None:
     """Read a bundle (folder, .tar.gz, .tgz, .zip, .gz or one file) into a DuckDB timeline."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     library = library_from(signature_dirs)
     db = db or _default_db(bundle)
-    err = console(stderr=True)
-    with Progress(TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
-        task = progress.add_task("", total=None)
-
-        def step(file: str, done: int, total: int) -> None:
-            progress.update(task, total=total, completed=done, description=file[-60:])
-
+    with _file_progress("ingest") as step:
         summary = ingest(bundle, db, library, progress=step)
     _print_summary(summary)
+
+
+@contextmanager
+def _file_progress(label: str) -> Iterator[Progress | None]:
+    """A progress bar on standard error, file by file, when it is a terminal (else nothing)."""
+    err = console(stderr=True)
+    if not err.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bar
+
+    with Bar(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+             TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("", total=None)
+
+        def step(file: str, done: int, total: int) -> None:
+            bar.update(task, total=total, completed=done, description=file[-60:])
+
+        yield step
 
 
 def _print_summary(summary: IngestSummary) -> None:
@@ -147,7 +160,8 @@ def triage_cmd(path: Path, fmt: str, skew: float, signature_dirs: tuple[Path, ..
     Exit code 0: nothing failed; 1: a failure was found; 2: usage or input error.
     """
     library = library_from(signature_dirs)
-    result = run_triage(path, library, tie_s=skew)
+    with _file_progress("triage") as step:
+        result = run_triage(path, library, tie_s=skew, progress=step)
     if fmt == "json":
         sys.stdout.write(json.dumps(to_contract(result), indent=2, ensure_ascii=False, default=str) + "\n")
     else:

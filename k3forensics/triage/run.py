@@ -10,7 +10,7 @@ import polars as pl
 
 from k3forensics.library.loader import Library, load_library
 from k3forensics.timeline.digest import DIGEST_BYTES, Digest, digestible, fact_lines, joined
-from k3forensics.timeline.ingest import Timeline, build_timeline
+from k3forensics.timeline.ingest import Progress, Timeline, build_timeline
 from k3forensics.timeline.store import is_timeline_db, open_timeline, read_frame
 from k3forensics.triage import first_failure, oom
 from k3forensics.triage.environment import fingerprint
@@ -76,14 +76,14 @@ def _utc(events: pl.DataFrame) -> pl.DataFrame:
 
 
 def triage(path: Path, library: Library | None = None, tie_s: float = 2.0, db: Path | None = None,
-           digest: bool | None = None) -> TriageResult:
+           digest: bool | None = None, progress: Progress | None = None) -> TriageResult:
     """`digest`: keep only the lines a triage can use (None: for large bundles; see timeline/digest.py)."""
     library = library or load_library()
     library.raise_problems()
     if is_timeline_db(path):
         timeline = load_timeline(path, library, digest)
     else:
-        timeline = build_timeline(path, library, digest=digest)
+        timeline = build_timeline(path, library, progress, digest=digest)
     return triage_timeline(str(path), timeline, library, tie_s)
 
 
