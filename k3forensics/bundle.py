@@ -343,11 +343,10 @@ class _Opener:
         except OSError as exc:
             raise self.write_error(label, member, exc) from exc
         with out:
-            while True:
+            while True:  # `held` starts with what was read before the member outgrew memory
                 self._write(out, held, label, member)
                 held.clear()
                 if not self._take(read, copied, held, label, member, meter):
-                    self._write(out, held, label, member)
                     return copied
 
     def _take(self, read: Callable[[int], bytes], copied: _Copied, into: bytearray, label: str, member: str,

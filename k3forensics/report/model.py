@@ -16,11 +16,11 @@ from k3forensics import __version__
 from k3forensics.library.model import PHASES
 from k3forensics.report import series as metric_series
 from k3forensics.report.repro import RecordItem, reproduction_record, stack_lines
+from k3forensics.timeline.digest import CONTEXT_LINES
 
 if TYPE_CHECKING:
     from k3forensics.triage.run import TriageResult
 
-CONTEXT_LINES = 5
 MAX_TABLE_EVENTS = 2000
 MAX_EVIDENCE = 16
 MARKS_PER_LANE = 4000

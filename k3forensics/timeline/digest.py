@@ -21,11 +21,11 @@ from k3forensics.library.loader import Library
 from k3forensics.library.match import Matcher, text_column
 from k3forensics.library.model import Role
 from k3forensics.library.prefilter import Literals, required
+from k3forensics.sources.api_capture import NAME as API_CAPTURE
 
 DIGEST_BYTES = 128 << 20  # a triage of a timeline database this large reads a digest
-CONTEXT_LINES = 5     # the report shows ±5 lines around a hit
+CONTEXT_LINES = 5     # the report shows ±5 lines around a hit (report/model.py reads this)
 SAMPLE_EVERY = 200    # and every 200th timed line as a tick on its node's lane
-API_CAPTURE = "api_capture"
 _NOTABLE_LEVEL = r"^(?i:ERROR|CRITICAL|FATAL|PANIC|WARN)"
 
 

@@ -75,7 +75,7 @@ def _utc(events: pl.DataFrame) -> pl.DataFrame:
     return events.with_columns(pl.col(c).dt.convert_time_zone("UTC") for c in ("ts", "ts_order") if c in events.columns)
 
 
-def triage(path: Path, library: Library | None = None, tie_s: float = 2.0, db: Path | None = None,
+def triage(path: Path, library: Library | None = None, tie_s: float = 2.0,
            digest: bool | None = None, progress: Progress | None = None) -> TriageResult:
     """`digest`: keep only the lines a triage can use (None: for large bundles; see timeline/digest.py)."""
     library = library or load_library()
