@@ -324,23 +324,6 @@ class Matcher:
         return self._firsts[phase]
 
 
-def profile(events: pl.DataFrame, library: Library) -> tuple[pl.DataFrame, float]:
-    """Per signature of every role: seconds spent evaluating it on its candidate lines, the
-    candidates, the hits and the prefilter; and the seconds of the shared literal pass. Each
-    signature is evaluated on its own (no batching), so its seconds are its own."""
-    matcher = Matcher(events, library, batch_rows=0)
-    matcher.hits(library.of_role(*Role))
-    rows = sorted(matcher.costs.values(), key=lambda c: (-c.seconds, c.signature))
-    table = pl.DataFrame(
-        {"signature": [c.signature for c in rows], "seconds": [c.seconds for c in rows],
-         "candidates": [c.candidates for c in rows], "hits": [c.hits for c in rows],
-         "prefilter": [c.prefilter for c in rows]},
-        schema={"signature": pl.Utf8, "seconds": pl.Float64, "candidates": pl.Int64, "hits": pl.Int64,
-                "prefilter": pl.Utf8},
-    )
-    return table, matcher.pool_seconds
-
-
 def _where(frame: pl.DataFrame, predicate: pl.Expr) -> pl.DataFrame:
     """`frame.filter(predicate)` through a computed mask: filtering a large frame by an
     expression holds a transient copy of its columns (measured: most of the frame again)."""

@@ -26,14 +26,14 @@ from k3forensics.sources.api_capture import NAME as API_CAPTURE
 DIGEST_BYTES = 128 << 20  # a triage of a timeline database this large reads a digest
 CONTEXT_LINES = 5     # the report shows ±5 lines around a hit (report/model.py reads this)
 SAMPLE_EVERY = 200    # and every 200th timed line as a tick on its node's lane
+FINDINGS = (Role.PRIMARY, Role.SECONDARY, Role.CONTEXT)  # the roles a triage reports
 _NOTABLE_LEVEL = r"^(?i:ERROR|CRITICAL|FATAL|PANIC|WARN)"
 
 
-def digestible(library: Library) -> bool:
-    """Every signature that cannot be decided on a chunk requires a literal (see `Digest`);
-    else no line could be dropped."""
-    return all(is_row_local(s.condition) or required(s.condition) is not None
-               for s in library.of_role(Role.PRIMARY, Role.SECONDARY, Role.CONTEXT))
+def digestible(library: Library, roles: tuple[Role, ...] = FINDINGS) -> bool:
+    """Every signature of these roles that cannot be decided on a chunk requires a literal
+    (see `Digest`); else no line could be dropped."""
+    return all(is_row_local(s.condition) or required(s.condition) is not None for s in library.of_role(*roles))
 
 
 def fact_lines(facts: pl.DataFrame) -> pl.DataFrame:
@@ -49,6 +49,9 @@ class Digest:
 
     library: Library
     fact_lines: pl.DataFrame  # file, line_no of the lines facts were read from
+    # Whose candidate lines are all kept when not row-local: a triage's findings, or every role
+    # for the signature profile (which evaluates those signatures on the digest).
+    undecided_roles: tuple[Role, ...] = FINDINGS
     _tail: pl.DataFrame | None = None  # the previous chunk's last lines, for context across the cut
     _kept: set[int] = field(default_factory=set)  # seqs of `_tail` already kept
 
@@ -57,11 +60,11 @@ class Digest:
         # literal is not yet an HTTP 500): their hits are kept. The others (windows, traceback
         # groups) can only be told after the triage: every line holding their literals is kept.
         # Failures (not context signatures) bring the lines around them.
-        findings = self.library.of_role(Role.PRIMARY, Role.SECONDARY, Role.CONTEXT)
+        findings = self.library.of_role(*FINDINGS)
         self._local = [s for s in findings if is_row_local(s.condition)]
         self._failures = {s.id for s in self._local if s.role in (Role.PRIMARY, Role.SECONDARY)}
         undecided = Literals()
-        for sig in findings:
+        for sig in self.library.of_role(*self.undecided_roles):
             if not is_row_local(sig.condition):
                 undecided = undecided | (required(sig.condition) or Literals())
         self._undecided = undecided

@@ -7,6 +7,7 @@ bundle, except for what the caller keeps (`build_timeline` returns every event).
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,13 +16,16 @@ import polars as pl
 
 from k3forensics import __version__
 from k3forensics.library.loader import Library, load_library
+from k3forensics.library.model import Role
 from k3forensics.timeline.build import Progress, TimelineBuild
-from k3forensics.timeline.digest import Digest, digestible, fact_lines, joined
+from k3forensics.timeline.digest import FINDINGS, Digest, digestible, fact_lines, joined
 from k3forensics.timeline.inmemory import build_whole
 from k3forensics.timeline.manifest import files_manifest, nodes_table
 from k3forensics.timeline.parse_file import CHUNK_BYTES
 from k3forensics.timeline.prefetch import prefetched
 from k3forensics.timeline.store import TimelineWriter
+
+ChunkObserver = Callable[[pl.DataFrame], None]
 
 # A bundle whose events take more than this in memory while read is triaged from a digest.
 DIGEST_MEMORY_BYTES = 256 << 20
@@ -61,13 +65,16 @@ class Timeline:
 
 
 def build_timeline(bundle: Path, library: Library | None = None, progress: Progress | None = None,
-                   chunk_bytes: int = CHUNK_BYTES, digest: bool | None = False) -> Timeline:
+                   chunk_bytes: int = CHUNK_BYTES, digest: bool | None = False, *,
+                   on_chunk: ChunkObserver | None = None, digest_roles: tuple[Role, ...] = FINDINGS) -> Timeline:
     """Every event of `bundle` in memory; with `digest`, only the lines a triage can use
     (`digest.py`; the others wait on disk between the passes and are counted, not kept).
-    `digest=None` digests a bundle whose events outgrow `DIGEST_MEMORY_BYTES` while read."""
+    `digest=None` digests a bundle whose events outgrow `DIGEST_MEMORY_BYTES` while read.
+    `on_chunk` sees every completed chunk of the chunked build, before any line is dropped;
+    `digest_roles`: the roles whose signatures' candidate lines the digest keeps."""
     library = library or load_library()
     library.raise_problems()
-    wanted = digest is not False and digestible(library)
+    wanted = digest is not False and digestible(library, digest_roles)
     build = TimelineBuild(bundle, library, chunk_bytes=chunk_bytes, progress=progress,
                           spool_dir=Path(tempfile.gettempdir()) if wanted else None,
                           spool_memory_bytes=DIGEST_MEMORY_BYTES if wanted and digest is None else None)
@@ -80,11 +87,11 @@ def build_timeline(bundle: Path, library: Library | None = None, progress: Progr
         samples, facts = build.side_tables()
         digest = wanted and build.spool.on_disk
         if digest:
-            keeper = Digest(library, fact_lines(facts))
-            kept = joined([keeper.keep(chunk) for chunk in prefetched(build.finish())])
+            keeper = Digest(library, fact_lines(facts), digest_roles)
+            kept = joined([keeper.keep(chunk) for chunk in observed(prefetched(build.finish()), on_chunk)])
             chunks = [kept] if kept is not None else []
         else:
-            chunks = list(build.finish())
+            chunks = list(observed(build.finish(), on_chunk))
     finally:
         build.spool.close()
     # An empty bundle gives a frame without columns, as the whole-bundle computation does.
@@ -124,6 +131,14 @@ def ingest(bundle: Path, db: Path, library: Library | None = None, progress: Pro
     finally:
         build.spool.close()
     return IngestSummary(db, files, nodes, build.warnings, settled.reference.year)
+
+
+def observed(chunks: Iterator[pl.DataFrame], observer: ChunkObserver | None) -> Iterator[pl.DataFrame]:
+    """The chunks, each shown to `observer` first."""
+    for chunk in chunks:
+        if observer is not None:
+            observer(chunk)
+        yield chunk
 
 
 def _one_chunk(frames: list[pl.DataFrame]) -> pl.DataFrame:

@@ -9,8 +9,9 @@ from typing import Any
 import polars as pl
 
 from k3forensics.library.loader import Library, load_library
-from k3forensics.timeline.digest import DIGEST_BYTES, Digest, digestible, fact_lines, joined
-from k3forensics.timeline.ingest import Progress, Timeline, build_timeline
+from k3forensics.library.model import Role
+from k3forensics.timeline.digest import DIGEST_BYTES, FINDINGS, Digest, digestible, fact_lines, joined
+from k3forensics.timeline.ingest import ChunkObserver, Progress, Timeline, build_timeline, observed
 from k3forensics.timeline.store import is_timeline_db, open_timeline, read_frame
 from k3forensics.triage import first_failure, oom
 from k3forensics.triage.environment import fingerprint
@@ -40,16 +41,18 @@ class TriageResult:
         return self.first is not None
 
 
-def load_timeline(db: Path, library: Library | None = None, digest: bool | None = False) -> Timeline:
+def load_timeline(db: Path, library: Library | None = None, digest: bool | None = False, *,
+                  on_chunk: ChunkObserver | None = None, digest_roles: tuple[Role, ...] = FINDINGS) -> Timeline:
     """The timeline of an ingested database; with `digest` (and a library), only the lines a
-    triage can use, read in batches (None: for databases of at least `DIGEST_BYTES`)."""
+    triage can use, read in batches (None: for databases of at least `DIGEST_BYTES`), each
+    batch shown to `on_chunk` first (as `build_timeline` does)."""
     con = open_timeline(db)
     try:
         tables = {t: read_frame(con, f"SELECT * FROM {t}") for t in ("samples", "facts", "files", "nodes")}
         if digest is None:
             digest = db.stat().st_size >= DIGEST_BYTES
-        if digest and library is not None and digestible(library):
-            events = _digest_events(con, Digest(library, fact_lines(tables["facts"])))
+        if digest and library is not None and digestible(library, digest_roles):
+            events = _digest_events(con, Digest(library, fact_lines(tables["facts"]), digest_roles), on_chunk)
         else:
             digest = False
             events = read_frame(con, "SELECT * FROM events ORDER BY seq")
@@ -63,11 +66,12 @@ def load_timeline(db: Path, library: Library | None = None, digest: bool | None 
                     int(year_row[0]) if year_row else 0, digest=digest)
 
 
-def _digest_events(con: Any, keeper: Digest) -> pl.DataFrame:
+def _digest_events(con: Any, keeper: Digest, on_chunk: ChunkObserver | None) -> pl.DataFrame:
     # A table scan keeps insertion order (DuckDB's default), which is `seq` order: the writer
     # inserts chunk after chunk. Sorting instead would hold the whole table.
     reader = con.sql("SELECT * FROM events").to_arrow_reader(DB_BATCH_ROWS)
-    events = joined([keeper.keep(_utc(pl.from_arrow(batch))) for batch in reader])  # type: ignore[arg-type]
+    batches = (_utc(pl.from_arrow(batch)) for batch in reader)  # type: ignore[arg-type]
+    events = joined([keeper.keep(batch) for batch in observed(batches, on_chunk)])
     return events if events is not None else read_frame(con, "SELECT * FROM events LIMIT 0")
 
 
