@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from k3forensics.timeline.prefetch import prefetched
+from k3forensics.timeline.prefetch import Ahead, prefetched
 
 
 def test_items_come_in_order() -> None:
@@ -45,3 +45,48 @@ def test_stopping_early_stops_the_worker_and_closes_the_source() -> None:
     stream.close()
     assert closed.wait(5)
     assert not any(t.name == "k3f-prefetch" and t.is_alive() for t in threading.enumerate())
+
+
+def _counting(n: int, label: str) -> Callable[[], Iterator[str]]:
+    return lambda: (f"{label}{i}" for i in range(n))
+
+
+def test_streams_ahead_come_in_order_whatever_their_lengths() -> None:
+    # More streams than workers, queues of one: reading them in order must not deadlock.
+    lengths = [5, 0, 40, 1, 17, 3]
+    with Ahead([_counting(n, f"s{k}-") for k, n in enumerate(lengths)], workers=2, depth=1) as ahead:
+        for k, n in enumerate(lengths):
+            assert list(ahead.items(k)) == [f"s{k}-{i}" for i in range(n)]
+
+
+def test_a_stream_error_is_raised_at_its_item_and_the_others_still_read() -> None:
+    def broken() -> Iterator[str]:
+        yield "a"
+        raise ValueError("file 2 is unreadable")
+
+    with Ahead([_counting(3, "x"), broken, _counting(2, "y")], workers=2) as ahead:
+        assert list(ahead.items(0)) == ["x0", "x1", "x2"]
+        got = []
+        with pytest.raises(ValueError, match="file 2 is unreadable"):
+            for item in ahead.items(1):
+                got.append(item)
+        assert got == ["a"]
+        assert list(ahead.items(2)) == ["y0", "y1"]
+
+
+def test_leaving_early_stops_the_workers_and_closes_the_streams() -> None:
+    closed = threading.Event()
+
+    def endless() -> Iterator[int]:
+        try:
+            n = 0
+            while True:
+                yield n
+                n += 1
+        finally:
+            closed.set()
+
+    with Ahead([endless, endless], workers=2, depth=2) as ahead:
+        assert next(ahead.items(0)) == 0
+    assert closed.wait(5)
+    assert not any(t.name.startswith("k3f-ahead") and t.is_alive() for t in threading.enumerate())

@@ -33,7 +33,7 @@ from k3forensics.library.match import pass_one_safe
 from k3forensics.library.model import Role
 from k3forensics.sources.base import FACT_SCHEMA, SAMPLE_SCHEMA, UTC_US
 from k3forensics.timeline.nodes import DEFAULT_NODE, node_of_paths
-from k3forensics.timeline.parse_file import CHUNK_BYTES, FRAME_COLUMNS, FileInfo, FileReader
+from k3forensics.timeline.parse_file import CHUNK_BYTES, FRAME_COLUMNS, FileInfo, FileReader, ParsedChunk
 from k3forensics.timeline.phases import (
     FilePhases,
     MilestoneMap,
@@ -42,6 +42,7 @@ from k3forensics.timeline.phases import (
     milestone_map,
     whole_file_phases,
 )
+from k3forensics.timeline.prefetch import Ahead
 from k3forensics.timeline.smallfiles import BATCH_BYTES, BATCH_FILES, BatchReader, is_small
 from k3forensics.timeline.spool import Spool
 from k3forensics.timeline.times import (
@@ -58,6 +59,7 @@ from k3forensics.timeline.tracebacks import FileTracebacks
 
 Progress = Callable[[str, int, int], None]  # (file, files done, files total)
 MILESTONE_BATCH_ROWS = 200_000  # chunks wait for milestone matching until this many lines are read
+PARSE_WORKERS = 2  # large files parsed at once, each at most a chunk ahead (memory: a few chunks)
 
 # The events table's columns, in order (the whole-bundle computation adds them in this order).
 EVENT_ORDER = ["seq", *FRAME_COLUMNS, "node", "ts_order", "milestone", "step", "phase"]
@@ -131,22 +133,28 @@ class TimelineBuild:
             node_by_path = node_of_paths([bf.rel_path for bf in opened.files])
             self.single_node = set(node_by_path.values()) == {DEFAULT_NODE}
             total = len(opened.files)
+            # Large files are parsed in worker threads, a chunk or two ahead of the matching
+            # and spooling done here (polars releases the GIL; a laptop has cores to spare).
+            readers = [FileReader(bf, node_by_path[bf.rel_path], self.chunk_bytes)
+                       for bf in opened.files if not is_small(bf, self.chunk_bytes)]
             batch: list[BundleFile] = []
-            size = 0
-            for done, bf in enumerate(opened.files):
-                if self.progress:
-                    self.progress(bf.rel_path, done, total)
-                if is_small(bf, self.chunk_bytes):
-                    batch.append(bf)
-                    size += bf.size
-                    if len(batch) >= BATCH_FILES or size >= min(BATCH_BYTES, self.chunk_bytes):
-                        self._read_batch(batch, node_by_path)
-                        batch, size = [], 0
-                    continue
-                self._read_batch(batch, node_by_path)  # files keep their order (`seq`)
-                batch, size = [], 0
-                self._read_file(FileReader(bf, node_by_path[bf.rel_path], self.chunk_bytes))
-            self._read_batch(batch, node_by_path)
+            size = read = 0
+            with Ahead([r.chunks for r in readers], workers=PARSE_WORKERS) as ahead:
+                for done, bf in enumerate(opened.files):
+                    if self.progress:
+                        self.progress(bf.rel_path, done, total)
+                    if is_small(bf, self.chunk_bytes):
+                        batch.append(bf)
+                        size += bf.size
+                        if len(batch) >= BATCH_FILES or size >= min(BATCH_BYTES, self.chunk_bytes):
+                            self._read_batch(batch, node_by_path)
+                            batch, size = [], 0
+                        continue
+                    self._read_batch(batch, node_by_path)  # files keep their order (`seq`)
+                    batch, size = [], 0
+                    self._read_file(readers[read], ahead.items(read))
+                    read += 1
+                self._read_batch(batch, node_by_path)
             self._match_milestones()
             for state in self.files:
                 self._rematch_tracebacks(state)
@@ -157,10 +165,12 @@ class TimelineBuild:
         for state in self.files:
             self.warnings += state.info.warnings
 
-    def _read_file(self, reader: FileReader) -> None:
+    def _read_file(self, reader: FileReader, chunks: Iterator[ParsedChunk]) -> None:
+        """One large file's chunks (`reader.chunks()`, computed ahead) numbered, observed and
+        queued for milestone matching."""
         state = FileState(reader.info, reader.node, FileClock(), reader.tracebacks)
         self.files.append(state)
-        for chunk in reader.chunks():
+        for chunk in chunks:
             events = chunk.events.with_columns(pl.lit(reader.node, pl.Utf8).alias("node"))
             events = events.with_row_index("seq", offset=self.seq).with_columns(pl.col("seq").cast(pl.Int64))
             self.seq += events.height
