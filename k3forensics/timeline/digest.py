@@ -11,6 +11,7 @@ a row-local signature's hits are kept, and for the others every line holding the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -22,12 +23,15 @@ from k3forensics.library.match import Matcher, text_column
 from k3forensics.library.model import Role
 from k3forensics.library.prefilter import Literals, required
 from k3forensics.sources.api_capture import NAME as API_CAPTURE
+from k3forensics.timeline.prefetch import prefetched
 
 DIGEST_BYTES = 128 << 20  # a triage of a timeline database this large reads a digest
 CONTEXT_LINES = 5     # the report shows ±5 lines around a hit (report/model.py reads this)
 SAMPLE_EVERY = 200    # and every 200th timed line as a tick on its node's lane
 FINDINGS = (Role.PRIMARY, Role.SECONDARY, Role.CONTEXT)  # the roles a triage reports
 _NOTABLE_LEVEL = r"^(?i:ERROR|CRITICAL|FATAL|PANIC|WARN)"
+_WANT, _NEAR = "_want", "_near"  # `Digest.marked`'s columns
+_MARKS = [_WANT, _NEAR]
 
 
 def digestible(library: Library, roles: tuple[Role, ...] = FINDINGS) -> bool:
@@ -71,9 +75,12 @@ class Digest:
         self._milestones: dict[tuple[str, str], datetime | None] = {}  # (file, milestone) -> earliest ts_order kept
 
     def keep(self, events: pl.DataFrame) -> pl.DataFrame:
-        """The useful lines of `events` (lines in `seq` order; one file's or several files')."""
+        """The useful lines of `events` (lines in `seq` order; one file's or several files'),
+        marked by `marked` first unless they are already."""
         if events.height == 0:
-            return events
+            return events.drop(_MARKS, strict=False)
+        if _NEAR not in events.columns:
+            events = self.marked(events)
         files = events.get_column("file")
         if files.n_unique() > 1:
             parts = events.partition_by("file", maintain_order=True)
@@ -85,36 +92,43 @@ class Digest:
         carried = tail is not None and tail.height > 0 and tail.get_column("file")[0] == events.get_column("file")[0]
         frame = pl.concat([tail, events]) if carried and tail is not None else events
         fresh = pl.Series([False] * (frame.height - events.height) + [True] * events.height)
-        wanted = self._wanted(frame) | (fresh & self._first_milestones(frame, fresh))
+        window = 2 * CONTEXT_LINES + 1
+        near = frame.get_column(_NEAR).cast(pl.Int8).rolling_max(window, min_samples=1, center=True).cast(pl.Boolean)
+        wanted = frame.get_column(_WANT) | near | (fresh & self._first_milestones(frame, fresh))
         if carried:  # tail lines kept with the previous chunk are not kept twice
             wanted = wanted & ~frame.get_column("seq").is_in(pl.Series(list(self._kept), dtype=pl.Int64).implode())
         kept = frame.filter(wanted)
         self._tail = events.tail(CONTEXT_LINES)
         self._kept = set(self._tail.get_column("seq").to_list()) & set(kept.get_column("seq").to_list())
-        return _owned(kept)
+        return _owned(kept.drop(_MARKS))
 
-    def _wanted(self, frame: pl.DataFrame) -> pl.Series:
-        scan = pl.DataFrame({"t": text_column(frame.get_column("line")), "tb_group": frame.get_column("tb_group")})
+    def marked(self, events: pl.DataFrame) -> pl.DataFrame:
+        """`events` with what each line decides alone: `_want`, kept for itself, and `_near`,
+        its neighbours kept too (a failure hit, or a line holding a literal of a signature
+        decided later). Reads nothing but the library: it may run in another thread, a chunk
+        ahead of `keep`, which adds the neighbours across chunk cuts."""
+        if events.height == 0:
+            return events.with_columns(pl.lit(False).alias(_WANT), pl.lit(False).alias(_NEAR))
+        scan = pl.DataFrame({"t": text_column(events.get_column("line")), "tb_group": events.get_column("tb_group")})
         undecided = scan.select(self._undecided.loose_mask(pl.col("t"))).to_series() if self._undecided.strings \
-            else pl.Series([False] * frame.height)
-        hits = Matcher(frame, self.library).hits(self._local) if self._local else pl.DataFrame(
+            else pl.Series([False] * events.height)
+        hits = Matcher(events, self.library).hits(self._local) if self._local else pl.DataFrame(
             schema={"seq": pl.Int64, "signature": pl.Utf8})
-        seq = frame.get_column("seq")
+        seq = events.get_column("seq")
         hit = seq.is_in(hits.get_column("seq").implode())
         failure = seq.is_in(hits.filter(pl.col("signature").is_in(list(self._failures))).get_column("seq").implode())
-        window = 2 * CONTEXT_LINES + 1
-        near = (undecided | failure).cast(pl.Int8).rolling_max(window, min_samples=1, center=True).cast(pl.Boolean)
-        facts = frame.select("file", "line_no").join(self.fact_lines.with_columns(pl.lit(True).alias("_f")),
-                                                     on=["file", "line_no"], how="left",
-                                                     maintain_order="left").get_column("_f").is_not_null()
-        other = frame.select(
+        facts = events.select("file", "line_no").join(self.fact_lines.with_columns(pl.lit(True).alias("_f")),
+                                                      on=["file", "line_no"], how="left",
+                                                      maintain_order="left").get_column("_f").is_not_null()
+        other = events.select(
             pl.col("step").is_not_null()
             | pl.col("tb_group").is_not_null()
             | (pl.col("source") == API_CAPTURE).fill_null(False)
             | pl.col("level").str.contains(_NOTABLE_LEVEL).fill_null(False)
             | ((pl.col("line_no") % SAMPLE_EVERY == 0) & pl.col("ts_order").is_not_null())
         ).to_series()
-        return (hit | near | other | facts).fill_null(False)
+        return events.with_columns((hit | other | facts).fill_null(False).alias(_WANT),
+                                   (undecided | failure).fill_null(False).alias(_NEAR))
 
     def _first_milestones(self, frame: pl.DataFrame, fresh: pl.Series) -> pl.Series:
         """Of each file's lines of one milestone (every served request is a `serving` line),
@@ -136,6 +150,12 @@ class Digest:
                 picked.append(early)
                 self._milestones[key] = t
         return pl.Series(range(frame.height)).is_in(pl.Series(picked, dtype=pl.Int64).implode())
+
+
+def digested(keeper: Digest, chunks: Iterator[pl.DataFrame]) -> pl.DataFrame | None:
+    """`joined` kept lines of every chunk, each chunk marked in a worker thread while the
+    previous one is kept (marking is most of a digest's work)."""
+    return joined([keeper.keep(chunk) for chunk in prefetched(keeper.marked(chunk) for chunk in chunks)])
 
 
 def joined(parts: list[pl.DataFrame]) -> pl.DataFrame | None:

@@ -18,7 +18,7 @@ from k3forensics import __version__
 from k3forensics.library.loader import Library, load_library
 from k3forensics.library.model import Role
 from k3forensics.timeline.build import Progress, TimelineBuild
-from k3forensics.timeline.digest import FINDINGS, Digest, digestible, fact_lines, joined
+from k3forensics.timeline.digest import FINDINGS, Digest, digested, digestible, fact_lines
 from k3forensics.timeline.inmemory import build_whole
 from k3forensics.timeline.manifest import files_manifest, nodes_table
 from k3forensics.timeline.parse_file import CHUNK_BYTES
@@ -88,7 +88,7 @@ def build_timeline(bundle: Path, library: Library | None = None, progress: Progr
         digest = wanted and build.spool.on_disk
         if digest:
             keeper = Digest(library, fact_lines(facts), digest_roles)
-            kept = joined([keeper.keep(chunk) for chunk in observed(prefetched(build.finish()), on_chunk)])
+            kept = digested(keeper, observed(prefetched(build.finish()), on_chunk))
             chunks = [kept] if kept is not None else []
         else:
             chunks = list(observed(build.finish(), on_chunk))

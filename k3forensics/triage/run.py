@@ -10,7 +10,7 @@ import polars as pl
 
 from k3forensics.library.loader import Library, load_library
 from k3forensics.library.model import Role
-from k3forensics.timeline.digest import DIGEST_BYTES, FINDINGS, Digest, digestible, fact_lines, joined
+from k3forensics.timeline.digest import DIGEST_BYTES, FINDINGS, Digest, digested, digestible, fact_lines
 from k3forensics.timeline.ingest import ChunkObserver, Progress, Timeline, build_timeline, observed
 from k3forensics.timeline.store import is_timeline_db, open_timeline, read_frame
 from k3forensics.triage import first_failure, oom
@@ -71,7 +71,7 @@ def _digest_events(con: Any, keeper: Digest, on_chunk: ChunkObserver | None) -> 
     # inserts chunk after chunk. Sorting instead would hold the whole table.
     reader = con.sql("SELECT * FROM events").to_arrow_reader(DB_BATCH_ROWS)
     batches = (_utc(pl.from_arrow(batch)) for batch in reader)  # type: ignore[arg-type]
-    events = joined([keeper.keep(batch) for batch in observed(batches, on_chunk)])
+    events = digested(keeper, observed(batches, on_chunk))
     return events if events is not None else read_frame(con, "SELECT * FROM events LIMIT 0")
 
 
