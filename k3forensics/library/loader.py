@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from k3forensics.errors import Location, SignatureError
+from k3forensics.library import cache
 from k3forensics.library.condition import Milestone, Node, TextTest, WithinHit, parse_condition, walk
 from k3forensics.library.model import (
     PHASES,
@@ -64,8 +65,22 @@ def default_folders(extra: list[Path] | None = None) -> list[Path]:
 
 
 def load_library(folders: list[Path] | None = None) -> Library:
-    library = Library(folders=list(folders or default_folders()))
-    files = [_read_file(folder, path) for folder, path in _library_files(library.folders)]
+    """The library of these folders (the default ones without), as parsed by an earlier run
+    when nothing it depends on has changed (`cache.py`)."""
+    folders = list(folders or default_folders())
+    found = _library_files(folders)
+    key = cache.library_key(folders, found)
+    cached = cache.load(key)
+    if isinstance(cached, Library):
+        return cached
+    library = _parse_library(folders, found)
+    cache.store(key, library)
+    return library
+
+
+def _parse_library(folders: list[Path], found: list[tuple[Path, Path | None]]) -> Library:
+    library = Library(folders=folders)
+    files = [_read_file(folder, path) for folder, path in found]
     # One engine call for every regex of the library; building then finds them known valid.
     _validate_regexes(_patterns(file.data for file in files))
     for file in files:
