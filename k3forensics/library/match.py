@@ -42,13 +42,13 @@ _NEEDED = {"milestone": pl.Utf8, "phase": pl.Utf8, "tb_group": pl.Int64, "ts_ord
 
 # What a timeline build knows of a line while it is still reading files (see timeline/build.py):
 # not its phase, nor the node name of a one-node bundle.
-_NOT_YET = frozenset({"phase", "node"})
+NOT_YET = frozenset({"phase", "node"})
 
 
 def pass_one_safe(condition: Node) -> bool:
     """Can this condition be matched on a file's lines before the bundle is complete? (Lines
     of traceback groups cut by a chunk boundary are matched again once the file is read.)"""
-    return is_row_local(condition, _NOT_YET, tracebacks=True)
+    return is_row_local(condition, NOT_YET, tracebacks=True)
 
 
 def signature_exprs(library: Library, signatures: list[Signature]) -> list[pl.Expr]:

@@ -43,6 +43,7 @@ from k3forensics.timeline.phases import (
     whole_file_phases,
 )
 from k3forensics.timeline.prefetch import Ahead
+from k3forensics.timeline.sieve import Dropped, Sieve
 from k3forensics.timeline.smallfiles import BATCH_BYTES, BATCH_FILES, BatchReader, is_small
 from k3forensics.timeline.spool import Spool
 from k3forensics.timeline.times import (
@@ -81,6 +82,7 @@ class FileState:
     first_ts: datetime | None = None
     last_ts: datetime | None = None
     batched: bool = False  # read whole in a batch of small files (its clock and tracebacks unused)
+    dropped: Dropped | None = None  # lines the sieve dropped in pass 1 (tallied in pass 2)
 
 
 @dataclass
@@ -105,8 +107,10 @@ class Settled:
 class TimelineBuild:
     def __init__(self, bundle: Path, library: Library, *, spool_dir: Path | None = None,
                  spool_memory_bytes: int | None = None,
-                 chunk_bytes: int = CHUNK_BYTES, progress: Progress | None = None):
+                 chunk_bytes: int = CHUNK_BYTES, progress: Progress | None = None, sieve: Sieve | None = None):
         self.bundle, self.library, self.chunk_bytes, self.progress = bundle, library, chunk_bytes, progress
+        # With a sieve, log chunks spooled to disk lose the lines no triage can use (`sieve.py`).
+        self.sieve = sieve if sieve is not None and sieve.usable else None
         self.spool = Spool(spool_dir, spool_memory_bytes)
         self.files: list[FileState] = []
         self.warnings: list[str] = []
@@ -120,7 +124,7 @@ class TimelineBuild:
         self.seq = 0
         self.settled: Settled | None = None
         self.hosts: dict[str, set[str]] = {}
-        self._pending: list[tuple[pl.DataFrame, Stamp | None, Owner]] = []  # read, not yet matched
+        self._pending: list[tuple[pl.DataFrame, Stamp | None, Owner, bool]] = []  # read, not yet matched; sievable
         self._pending_rows = 0
         self._spooled: list[Owner] = []            # of each spooled chunk, in order
         self._clocks: list[pl.DataFrame] = []      # CLOCK_SCHEMA rows of batched files
@@ -175,7 +179,7 @@ class TimelineBuild:
             events = events.with_row_index("seq", offset=self.seq).with_columns(pl.col("seq").cast(pl.Int64))
             self.seq += events.height
             events, before = state.clock.observe(events)
-            self._pending.append((events, before, state))
+            self._pending.append((events, before, state, chunk.facts is None))  # a log's chunk, not a document's
             self._pending_rows += events.height
             if self.single_node:
                 self._note_nccl_hosts(events)
@@ -215,7 +219,7 @@ class TimelineBuild:
         self._clocks.append(clocks)
         if dated.size:
             self._dated.dated.append(dated)
-        self._pending.append((events, None, FileBatch(states)))
+        self._pending.append((events, None, FileBatch(states), False))
         self._pending_rows += events.height
         if self.single_node:
             self._note_nccl_hosts(events)
@@ -227,13 +231,17 @@ class TimelineBuild:
         files cost one matching pass, not one each), then spool them."""
         if not self._pending:
             return
-        frames = [events for events, _, _ in self._pending]
+        frames = [events for events, _, _, _ in self._pending]
         matched = milestone_column(pl.concat(frames) if len(frames) > 1 else frames[0], self.library)
         offset = 0
-        for events, before, owner in self._pending:
+        for events, before, owner, sievable in self._pending:
             part = matched.slice(offset, events.height)
             offset += events.height
             self._note_milestones(part, before, owner)
+            if sievable and self.sieve is not None and self.spool.on_disk and isinstance(owner, FileState):
+                part, dropped = self.sieve.cut(part, before)
+                owner.dropped = owner.dropped or Dropped()
+                owner.dropped.add(dropped)
             self.spool.add(part)
             self._spooled.append(owner)
         self._pending, self._pending_rows = [], 0
@@ -352,7 +360,21 @@ class TimelineBuild:
         events = state.phases.in_file(events, own=state.info.file in settled.phases.files)
         events = finish_phases(events, settled.phases).select(EVENT_ORDER)
         self._tally(events, state)
+        if state.dropped is not None:
+            self._tally_dropped(state, settled)
         return events
+
+    def _tally_dropped(self, state: FileState, settled: Settled) -> None:
+        dropped, state.dropped = state.dropped, None
+        assert dropped is not None
+        state.lines += dropped.lines
+        state.parsed += dropped.parsed
+        for ts in dropped.extremes(state.clock.year):
+            if ts is not None:
+                state.first_ts = ts if state.first_ts is None else min(state.first_ts, ts)
+                state.last_ts = ts if state.last_ts is None else max(state.last_ts, ts)
+        if dropped.hosts:
+            self.hosts.setdefault(settled.rename or state.node, set()).update(dropped.hosts)
 
     @staticmethod
     def _corrected(events: pl.DataFrame, corrected: pl.DataFrame) -> pl.DataFrame:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy as np
 import polars as pl
 
 from k3forensics.library.compile import is_row_local
@@ -32,6 +33,16 @@ FINDINGS = (Role.PRIMARY, Role.SECONDARY, Role.CONTEXT)  # the roles a triage re
 _NOTABLE_LEVEL = r"^(?i:ERROR|CRITICAL|FATAL|PANIC|WARN)"
 _WANT, _NEAR = "_want", "_near"  # `Digest.marked`'s columns
 _MARKS = [_WANT, _NEAR]
+
+
+def kept_for_itself(timed: pl.Expr) -> pl.Expr:
+    """The lines a digest keeps whatever the signatures say: start-up steps, traceback lines,
+    API captures, error and warning lines, and every SAMPLE_EVERY-th line that is `timed`."""
+    return (pl.col("step").is_not_null()
+            | pl.col("tb_group").is_not_null()
+            | (pl.col("source") == API_CAPTURE).fill_null(False)
+            | pl.col("level").str.contains(_NOTABLE_LEVEL).fill_null(False)
+            | ((pl.col("line_no") % SAMPLE_EVERY == 0) & timed))
 
 
 def digestible(library: Library, roles: tuple[Role, ...] = FINDINGS) -> bool:
@@ -92,9 +103,7 @@ class Digest:
         carried = tail is not None and tail.height > 0 and tail.get_column("file")[0] == events.get_column("file")[0]
         frame = pl.concat([tail, events]) if carried and tail is not None else events
         fresh = pl.Series([False] * (frame.height - events.height) + [True] * events.height)
-        window = 2 * CONTEXT_LINES + 1
-        near = frame.get_column(_NEAR).cast(pl.Int8).rolling_max(window, min_samples=1, center=True).cast(pl.Boolean)
-        wanted = frame.get_column(_WANT) | near | (fresh & self._first_milestones(frame, fresh))
+        wanted = frame.get_column(_WANT) | _near_lines(frame) | (fresh & self._first_milestones(frame, fresh))
         if carried:  # tail lines kept with the previous chunk are not kept twice
             wanted = wanted & ~frame.get_column("seq").is_in(pl.Series(list(self._kept), dtype=pl.Int64).implode())
         kept = frame.filter(wanted)
@@ -120,13 +129,7 @@ class Digest:
         facts = events.select("file", "line_no").join(self.fact_lines.with_columns(pl.lit(True).alias("_f")),
                                                       on=["file", "line_no"], how="left",
                                                       maintain_order="left").get_column("_f").is_not_null()
-        other = events.select(
-            pl.col("step").is_not_null()
-            | pl.col("tb_group").is_not_null()
-            | (pl.col("source") == API_CAPTURE).fill_null(False)
-            | pl.col("level").str.contains(_NOTABLE_LEVEL).fill_null(False)
-            | ((pl.col("line_no") % SAMPLE_EVERY == 0) & pl.col("ts_order").is_not_null())
-        ).to_series()
+        other = events.select(kept_for_itself(pl.col("ts_order").is_not_null())).to_series()
         return events.with_columns((hit | other | facts).fill_null(False).alias(_WANT),
                                    (undecided | failure).fill_null(False).alias(_NEAR))
 
@@ -150,6 +153,16 @@ class Digest:
                 picked.append(early)
                 self._milestones[key] = t
         return pl.Series(range(frame.height)).is_in(pl.Series(picked, dtype=pl.Int64).implode())
+
+
+def _near_lines(frame: pl.DataFrame) -> pl.Series:
+    """Lines within CONTEXT_LINES line numbers of a `_near` line of the frame (one file's lines
+    in order; a frame sieved in pass 1 has gaps, so positions would not do)."""
+    lines = frame.get_column("line_no").to_numpy()
+    marks = lines[frame.get_column(_NEAR).to_numpy()]
+    low = np.searchsorted(marks, lines - CONTEXT_LINES, side="left")
+    high = np.searchsorted(marks, lines + CONTEXT_LINES, side="right")
+    return pl.Series(high > low)
 
 
 def digested(keeper: Digest, chunks: Iterator[pl.DataFrame]) -> pl.DataFrame | None:

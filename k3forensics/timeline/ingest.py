@@ -23,6 +23,7 @@ from k3forensics.timeline.inmemory import build_whole
 from k3forensics.timeline.manifest import files_manifest, nodes_table
 from k3forensics.timeline.parse_file import CHUNK_BYTES
 from k3forensics.timeline.prefetch import prefetched
+from k3forensics.timeline.sieve import Sieve
 from k3forensics.timeline.store import TimelineWriter
 
 ChunkObserver = Callable[[pl.DataFrame], None]
@@ -75,7 +76,10 @@ def build_timeline(bundle: Path, library: Library | None = None, progress: Progr
     library = library or load_library()
     library.raise_problems()
     wanted = digest is not False and digestible(library, digest_roles)
-    build = TimelineBuild(bundle, library, chunk_bytes=chunk_bytes, progress=progress,
+    # Lines the digest could not keep are dropped while read once the spool is on disk (then
+    # the digest is taken), unless `on_chunk` wants to see every line.
+    sieve = Sieve(library) if wanted and on_chunk is None else None
+    build = TimelineBuild(bundle, library, chunk_bytes=chunk_bytes, progress=progress, sieve=sieve,
                           spool_dir=Path(tempfile.gettempdir()) if wanted else None,
                           spool_memory_bytes=DIGEST_MEMORY_BYTES if wanted and digest is None else None)
     if not build.milestones_ready():

@@ -173,8 +173,15 @@ class FileClock:
         year = pl.lit(self.year if self.year is not None else 0, pl.Int32)
         rebuilt = pl.when(_YEARLESS).then(in_year(pl.col("ts"), year + pl.col("_wraps"))).otherwise(pl.col("ts"))
         out = events.with_columns(rebuilt.cast(UTC_US).alias("ts"), resolved_quality())
-        order = pl.col("ts").forward_fill()
-        start = self.carried if self.carried is not None else self.resolve_stamp(self.first_stamp)
+        if "_ff_ts" in events.columns:
+            # A sieved chunk (`sieve.py`) lacks lines in between: each line brings the stamp of
+            # the last timed line at or before it instead.
+            stamp = pl.when(pl.col("_ff_yearless")).then(in_year(pl.col("_ff_ts"), year + pl.col("_ff_wraps")))
+            order = stamp.otherwise(pl.col("_ff_ts")).cast(UTC_US)
+            start = self.resolve_stamp(self.first_stamp)
+        else:
+            order = pl.col("ts").forward_fill()
+            start = self.carried if self.carried is not None else self.resolve_stamp(self.first_stamp)
         if start is not None:
             order = order.fill_null(pl.lit(start).cast(UTC_US))
         out = out.with_columns(order.cast(UTC_US).alias("ts_order"))
