@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from noisy_bundles import with_nccl_noise
 
 from k3forensics.report.model import build_report
 from k3forensics.timeline import ingest
@@ -44,20 +45,7 @@ def test_digest_triage_equals_full_triage(bundle: Path, library) -> None:
 def test_digest_drops_the_noise_around_a_failure(tmp_path: Path, library) -> None:
     """Thousands of routine NCCL and access lines around one failure: the digest keeps the
     failure, its context, the milestones' first lines, and little else."""
-    sample = ROOT / "samples" / "nccl-ib-two-node" / "bundle"
-    bundle = tmp_path / "bundle"
-    bundle.mkdir()
-    for path in sample.rglob("*"):
-        if path.is_file():
-            target = bundle / path.relative_to(sample)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(path.read_bytes())
-    log = next(p for p in sorted(bundle.rglob("*.log")) if "NCCL" in p.read_text(encoding="utf-8", errors="replace"))
-    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
-    noise = [f"k3-node:{pid}:{pid + 1} [{pid % 8}] NCCL INFO Channel {pid % 24:02d}/24 : via P2P/CUMEM/read\n"
-             for pid in range(20_000)]
-    log.write_text("".join(lines[:5] + noise + lines[5:]), encoding="utf-8")
-
+    bundle, _ = with_nccl_noise(tmp_path, 20_000)
     full = triage(bundle, library, digest=False)
     small = triage(bundle, library, digest=True)
     assert small.timeline.digest and not full.timeline.digest

@@ -28,23 +28,24 @@ def test_an_error_is_raised_at_its_item() -> None:
     assert got == [1, 2]
 
 
+def _endless(closed: threading.Event) -> Iterator[int]:
+    """0, 1, 2, … until closed; then `closed` is set."""
+    try:
+        n = 0
+        while True:
+            yield n
+            n += 1
+    finally:
+        closed.set()
+
+
 def test_stopping_early_stops_the_worker_and_closes_the_source() -> None:
     closed = threading.Event()
-
-    def items() -> Iterator[int]:
-        try:
-            n = 0
-            while True:
-                yield n
-                n += 1
-        finally:
-            closed.set()
-
-    stream = prefetched(items(), depth=2)
+    stream = prefetched(_endless(closed), depth=2)
     assert [next(stream) for _ in range(5)] == [0, 1, 2, 3, 4]
     stream.close()
     assert closed.wait(5)
-    assert not any(t.name == "k3f-prefetch" and t.is_alive() for t in threading.enumerate())
+    assert not any(t.name.startswith("k3f-prefetch") and t.is_alive() for t in threading.enumerate())
 
 
 def _counting(n: int, label: str) -> Callable[[], Iterator[str]]:
@@ -76,17 +77,7 @@ def test_a_stream_error_is_raised_at_its_item_and_the_others_still_read() -> Non
 
 def test_leaving_early_stops_the_workers_and_closes_the_streams() -> None:
     closed = threading.Event()
-
-    def endless() -> Iterator[int]:
-        try:
-            n = 0
-            while True:
-                yield n
-                n += 1
-        finally:
-            closed.set()
-
-    with Ahead([endless, endless], workers=2, depth=2) as ahead:
+    with Ahead([lambda: _endless(closed), lambda: _endless(closed)], workers=2, depth=2) as ahead:
         assert next(ahead.items(0)) == 0
     assert closed.wait(5)
     assert not any(t.name.startswith("k3f-ahead") and t.is_alive() for t in threading.enumerate())

@@ -8,33 +8,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
+from noisy_bundles import with_nccl_noise
 
 from k3forensics.sources.base import UTC_US
 from k3forensics.timeline.build import TimelineBuild
 from k3forensics.timeline.sieve import Dropped, Sieve
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def noisy_bundle(tmp_path: Path, noise_lines: int) -> tuple[Path, str]:
-    """A copy of the two-node NCCL sample with routine NCCL INFO lines inside one log."""
-    sample = ROOT / "samples" / "nccl-ib-two-node" / "bundle"
-    bundle = tmp_path / "bundle"
-    for path in sample.rglob("*"):
-        if path.is_file():
-            target = bundle / path.relative_to(sample)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(path.read_bytes())
-    log = next(p for p in sorted(bundle.rglob("*.log")) if "NCCL" in p.read_text(encoding="utf-8", errors="replace"))
-    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
-    noise = [f"k3-node:{n}:{n + 1} [{n % 8}] NCCL INFO Channel {n % 24:02d}/24 : via P2P/CUMEM/read\n"
-             for n in range(noise_lines)]
-    log.write_text("".join(lines[:5] + noise + lines[5:]), encoding="utf-8")
-    return bundle, log.relative_to(bundle).as_posix()
-
 
 def test_routine_lines_are_dropped_before_the_spool(tmp_path: Path, library) -> None:
-    bundle, noisy = noisy_bundle(tmp_path, 20_000)
+    bundle, noisy = with_nccl_noise(tmp_path, 20_000)
     build = TimelineBuild(bundle, library, spool_dir=tmp_path, chunk_bytes=64 << 10, sieve=Sieve(library))
     try:
         build.read()
@@ -50,7 +32,7 @@ def test_routine_lines_are_dropped_before_the_spool(tmp_path: Path, library) -> 
 
 
 def test_without_a_spool_on_disk_nothing_is_dropped(tmp_path: Path, library) -> None:
-    bundle, noisy = noisy_bundle(tmp_path, 2_000)
+    bundle, noisy = with_nccl_noise(tmp_path, 2_000)
     build = TimelineBuild(bundle, library, chunk_bytes=64 << 10, sieve=Sieve(library))  # in memory
     build.read()
     assert all(s.dropped is None for s in build.files)

@@ -28,43 +28,8 @@ class _Failed:
 def prefetched(items: Iterator[T], depth: int = 1) -> Iterator[T]:
     """The items of `items` in order; an exception raised while computing one is raised here,
     at that item. Closing this generator early stops the worker at its next item."""
-    ready: queue.Queue[object] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def put(item: object) -> bool:
-        """Hand one item over; False once the consumer has stopped."""
-        while not stop.is_set():
-            try:
-                ready.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def work() -> None:
-        try:
-            for item in items:
-                if not put(item):
-                    _close(items)
-                    return
-            outcome: object = _DONE
-        except BaseException as error:  # handed to the consumer, which raises it
-            outcome = _Failed(error)
-        put(outcome)
-
-    worker = threading.Thread(target=work, name="k3f-prefetch", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = ready.get()
-            if item is _DONE:
-                return
-            if isinstance(item, _Failed):
-                raise item.error
-            yield item  # type: ignore[misc]
-    finally:
-        stop.set()
-        worker.join()
+    with Ahead([lambda: items], workers=1, depth=depth, name="k3f-prefetch") as ahead:
+        yield from ahead.items(0)
 
 
 def _close(items: Iterator[object]) -> None:
@@ -81,10 +46,11 @@ class Ahead(Generic[T]):
     start in order), so reading them in order never deadlocks. Use as a context manager:
     leaving it stops the workers (at their next item) and closes the streams' generators."""
 
-    def __init__(self, streams: list[Callable[[], Iterator[T]]], workers: int = 2, depth: int = 1):
+    def __init__(self, streams: list[Callable[[], Iterator[T]]], workers: int = 2, depth: int = 1,
+                 name: str = "k3f-ahead"):
         self._stop = threading.Event()
         self._queues: list[queue.Queue[object]] = [queue.Queue(maxsize=depth) for _ in streams]
-        self._pool = ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="k3f-ahead")
+        self._pool = ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix=name)
         for stream, ready in zip(streams, self._queues, strict=True):
             self._pool.submit(self._work, stream, ready)
 

@@ -6,21 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_loader import GOOD
 
 from k3forensics.library import cache, loader
 from k3forensics.library.loader import load_library
-
-GOOD = """\
-signatures:
-  - id: team.thing
-    title: A thing failed
-    category: unknown
-    role: primary
-    match: contains "thing failed"
-    examples:
-      match: ["ERROR 08-14 10:11:12 [x.py:1] the thing failed"]
-      no_match: ["INFO 08-14 10:11:12 [x.py:1] the thing worked"]
-"""
 
 
 @pytest.fixture
