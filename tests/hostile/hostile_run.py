@@ -74,6 +74,11 @@ def _listing(root: Path) -> set[str]:
     return out
 
 
+# The parsed-library cache (k3forensics/library/cache.py) under the sandbox's home.
+_LIBRARY_CACHE_FOLDERS = {"home/.cache", "home/.cache/k3forensics"}
+_LIBRARY_CACHE_ENTRY = re.compile(r"home/\.cache/k3forensics/library-[0-9a-f]{64}\.pickle")
+
+
 class Sandbox:
     def __init__(self, root: Path, mpl_config: Path):
         self.root = root
@@ -120,7 +125,9 @@ class Sandbox:
         assert self._before is not None and self._beside is not None, "snapshot() first"
         new = _listing(self.root) - self._before
         gone = self._before - _listing(self.root)
-        allowed = {f"work/{o}" for o in outputs}
+        allowed = {f"work/{o}" for o in outputs} | _LIBRARY_CACHE_FOLDERS
+        # The one write outside the outputs: the parsed signature library, whole entries only.
+        new = {p for p in new if not _LIBRARY_CACHE_ENTRY.fullmatch(p)}
         assert new <= allowed, f"unexpected paths written: {sorted(new - allowed)}"
         assert not gone, f"paths removed: {sorted(gone)}"
         assert not any(self.tmp.iterdir()), f"temporary files left: {list(self.tmp.iterdir())}"
