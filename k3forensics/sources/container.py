@@ -30,7 +30,7 @@ from enum import StrEnum
 import polars as pl
 
 from k3forensics.sources.base import UTC_US
-from k3forensics.text import strip_ansi
+from k3forensics.text import stripped
 
 NAME = "container"
 _HEAD_LINES = 20
@@ -115,14 +115,21 @@ def detect(head: str) -> bool:
 # -- unwrapping ---------------------------------------------------------------------------------
 
 
-def _parse_ts(expr: pl.Expr) -> pl.Expr:
+def _parse_ts(text: pl.Series) -> pl.Series:
     """RFC 3339 with any zone form (Z, +08:00, +0800) to UTC microseconds; bad text gives null.
-    Three strict formats beat normalising the text first (the Z form alone is the fast common case)."""
-    def parse(fmt: str) -> pl.Expr:
+    Three strict formats beat normalising the text first; the Z form (the common case) is tried
+    on every line, the other two only on the lines it did not read."""
+    def parse(expr: pl.Expr, fmt: str) -> pl.Expr:
         return expr.str.to_datetime(fmt, time_unit="us", time_zone="UTC", strict=False)
 
-    utc = expr.str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", time_unit="us", strict=False).dt.replace_time_zone("UTC")
-    return pl.coalesce(utc, parse("%Y-%m-%dT%H:%M:%S%.f%:z"), parse("%Y-%m-%dT%H:%M:%S%.f%z")).cast(UTC_US)
+    zulu = pl.col("t").str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", time_unit="us", strict=False)
+    out = pl.DataFrame({"t": text}).select(zulu.dt.replace_time_zone("UTC").cast(UTC_US)).to_series()
+    rest = (out.is_null() & text.is_not_null()).arg_true()
+    if rest.len():
+        other = pl.DataFrame({"t": text.gather(rest)}).select(pl.coalesce(
+            parse(pl.col("t"), "%Y-%m-%dT%H:%M:%S%.f%:z"), parse(pl.col("t"), "%Y-%m-%dT%H:%M:%S%.f%z")).cast(UTC_US))
+        out = out.scatter(rest, other.to_series())
+    return out
 
 
 def _clean_inner(log: pl.Series) -> pl.Series:
@@ -218,10 +225,12 @@ def unwrap_counted(lines: pl.DataFrame, kind: str) -> tuple[pl.DataFrame, BareLi
     continued = matched & ~pl.col("_final")
     if "continued" in lines.columns:  # unwrapping twice keeps what the first pass found
         continued = continued | pl.col("continued")
+    frame = frame.with_columns(stripped(frame.get_column("_inner")).alias("_text"),
+                               _parse_ts(frame.get_column("_ts")).alias("_outer_ts"))
     out = frame.with_columns(
         pl.when(matched).then(inner).otherwise(pl.col("line")).alias("line"),
-        pl.when(matched).then(strip_ansi(inner)).otherwise(pl.col("text")).alias("text"),
-        pl.when(matched).then(_parse_ts(pl.col("_ts"))).otherwise(pl.col("outer_ts")).alias("outer_ts"),
+        pl.when(matched).then(pl.col("_text")).otherwise(pl.col("text")).alias("text"),
+        pl.when(matched).then(pl.col("_outer_ts")).otherwise(pl.col("outer_ts")).alias("outer_ts"),
         pl.when(matched & pl.col("_stream").is_not_null()).then(pl.col("_stream"))
         .otherwise(pl.col("stream")).alias("stream"),
         continued.alias("continued"),

@@ -20,7 +20,7 @@ from k3forensics.decode import DecodedFile, iter_decoded_chunks
 from k3forensics.sources import container, detect_document, detect_log
 from k3forensics.sources.base import FACT_SCHEMA, SAMPLE_SCHEMA, UTC_US, ParseContext, ParseResult
 from k3forensics.sources.logs import LOG_FORMATS, parse_log_frame
-from k3forensics.text import LOST_ESC_PATTERN, strip_ansi
+from k3forensics.text import stripped
 from k3forensics.timeline.tracebacks import FileTracebacks
 
 HEAD_BYTES = 8192
@@ -89,15 +89,8 @@ def _head_complete(frames: list[pl.DataFrame]) -> bool:
 
 
 def text_of(line: pl.Series) -> pl.Series:
-    """`strip_ansi(line)`, running the two replacement regexes only on lines that hold an
-    escape sequence or one of its remnants (most log lines hold neither). Every alternative of
-    ANSI_PATTERN starts with ESC or `^[[`; LOST_ESC_PATTERN is checked as it stands."""
-    marked = line.str.contains_any(["\x1b", "^[["]) | line.str.contains(LOST_ESC_PATTERN)
-    rows = marked.fill_null(False).arg_true()
-    if rows.len() == 0:
-        return line.alias("text")
-    stripped = pl.DataFrame({"t": line.gather(rows)}).select(strip_ansi(pl.col("t"))).to_series()
-    return line.scatter(rows, stripped).alias("text")
+    """The `text` column: the line without ANSI colour (`text.stripped`)."""
+    return stripped(line).alias("text")
 
 
 class FileReader:
