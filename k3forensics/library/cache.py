@@ -46,8 +46,8 @@ def library_key(folders: list[Path], files: list[tuple[Path, Path | None]]) -> s
     for part in (__version__, pl.__version__, sys.version, *map(str, folders)):
         digest.update(part.encode() + b"\0")
     try:
-        for path in (*_CODE, grammars_dir() / "condition.lark"):
-            digest.update(path.read_bytes() + b"\0")
+        for code in (*_CODE, grammars_dir() / "condition.lark"):
+            digest.update(code.read_bytes() + b"\0")
         for folder, path in files:
             digest.update(f"{folder}\0{path}\0".encode())
             if path is not None:

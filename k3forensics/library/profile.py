@@ -66,7 +66,7 @@ class Profiler:
             cost = matcher.costs.get(sig.id)
             if cost is None:
                 continue
-            total = self.costs.setdefault(sig.id, SignatureCost(sig.id, prefilter=cost.prefilter))
+            total = self.costs.setdefault(sig.id, SignatureCost(sig.id))
             total.seconds += cost.seconds
             total.candidates += cost.candidates
             total.hits += cost.hits

@@ -32,7 +32,7 @@ from k3forensics.library.loader import Library
 from k3forensics.library.match import pass_one_safe
 from k3forensics.library.model import Role
 from k3forensics.sources.base import FACT_SCHEMA, SAMPLE_SCHEMA, UTC_US
-from k3forensics.timeline.nodes import DEFAULT_NODE, node_of_paths
+from k3forensics.timeline.nodes import DEFAULT_NODE, hosts_named, node_of_paths
 from k3forensics.timeline.parse_file import CHUNK_BYTES, FRAME_COLUMNS, FileInfo, FileReader, ParsedChunk
 from k3forensics.timeline.phases import (
     FilePhases,
@@ -50,10 +50,10 @@ from k3forensics.timeline.times import (
     FileClock,
     Stamp,
     file_times,
-    in_year,
     median_instant,
     observe_whole_files,
     resolve_times,
+    resolved,
     stamps_before,
 )
 from k3forensics.timeline.tracebacks import FileTracebacks
@@ -316,9 +316,8 @@ class TimelineBuild:
         if not self.milestones:
             return pl.DataFrame(schema=schema)
         rows = pl.concat(self.milestones).sort("seq").join(times, on="file", how="left", maintain_order="left")
-        own = pl.when(pl.col("_ff_yearless")).then(in_year(pl.col("_ff_ts"), pl.col("year") + pl.col("_ff_wraps"))) \
-            .otherwise(pl.col("_ff_ts"))
-        return rows.with_columns(pl.coalesce(own.cast(UTC_US), pl.col("first")).alias("ts_order")).drop("year", "first")
+        own = resolved(pl.col("_ff_ts"), pl.col("_ff_yearless"), pl.col("year") + pl.col("_ff_wraps"))
+        return rows.with_columns(pl.coalesce(own, pl.col("first")).alias("ts_order")).drop("year", "first")
 
     # -- pass 2 ---------------------------------------------------------------------------------
 
@@ -369,10 +368,9 @@ class TimelineBuild:
         assert dropped is not None
         state.lines += dropped.lines
         state.parsed += dropped.parsed
-        for ts in dropped.extremes(state.clock.year):
-            if ts is not None:
-                state.first_ts = ts if state.first_ts is None else min(state.first_ts, ts)
-                state.last_ts = ts if state.last_ts is None else max(state.last_ts, ts)
+        low, high = dropped.extremes(state.clock.year)
+        if low is not None and high is not None:
+            _widen(state, low, high)
         if dropped.hosts:
             self.hosts.setdefault(settled.rename or state.node, set()).update(dropped.hosts)
 
@@ -391,18 +389,12 @@ class TimelineBuild:
         state.parsed += int(events.get_column("parsed").sum())
         ts = events.get_column("ts").drop_nulls()
         if ts.len():
-            low, high = ts.min(), ts.max()
-            state.first_ts = low if state.first_ts is None else min(state.first_ts, low)  # type: ignore[type-var]
-            state.last_ts = high if state.last_ts is None else max(state.last_ts, high)  # type: ignore[type-var]
+            _widen(state, ts.min(), ts.max())  # type: ignore[arg-type]
         self._note_hosts(events)
 
     def _note_hosts(self, events: pl.DataFrame) -> None:
-        hosted = events.filter(pl.col("attrs").str.contains('"host":', literal=True))
-        if hosted.height:
-            distinct = hosted.select("node", "attrs").unique()  # the JSON of each distinct attrs read once
-            found = distinct.select("node", pl.col("attrs").str.json_path_match("$.host").alias("host")).drop_nulls()
-            for node, host in found.unique().iter_rows():
-                self.hosts.setdefault(node, set()).add(host)
+        for node, host in hosts_named(events):
+            self.hosts.setdefault(node, set()).add(host)
 
     # -- the small tables -----------------------------------------------------------------------
 
@@ -422,6 +414,12 @@ class TimelineBuild:
     def milestones_ready(self) -> bool:
         """Milestone conditions read only what pass 1 knows; else the whole-bundle path is needed."""
         return all(pass_one_safe(s.condition) for s in self.library.of_role(Role.MILESTONE))
+
+
+def _widen(state: FileState, low: datetime, high: datetime) -> None:
+    """Stretch the file's first and last time to take in [low, high]."""
+    state.first_ts = low if state.first_ts is None else min(state.first_ts, low)
+    state.last_ts = high if state.last_ts is None else max(state.last_ts, high)
 
 
 # Batched files share these: their clocks and tracebacks are handled batch-wide.

@@ -21,7 +21,7 @@ import polars as pl
 from k3forensics.library.compile import is_row_local
 from k3forensics.library.loader import Library
 from k3forensics.library.match import Matcher, text_column
-from k3forensics.library.model import Role
+from k3forensics.library.model import Role, Signature
 from k3forensics.library.prefilter import Literals, required
 from k3forensics.sources.api_capture import NAME as API_CAPTURE
 from k3forensics.timeline.prefetch import prefetched
@@ -86,12 +86,10 @@ class Digest:
         self._milestones: dict[tuple[str, str], datetime | None] = {}  # (file, milestone) -> earliest ts_order kept
 
     def keep(self, events: pl.DataFrame) -> pl.DataFrame:
-        """The useful lines of `events` (lines in `seq` order; one file's or several files'),
-        marked by `marked` first unless they are already."""
+        """The useful lines of `events` (lines in `seq` order, one file's or several files'),
+        as `marked` gave them."""
         if events.height == 0:
-            return events.drop(_MARKS, strict=False)
-        if _NEAR not in events.columns:
-            events = self.marked(events)
+            return events.drop(_MARKS)
         files = events.get_column("file")
         if files.n_unique() > 1:
             parts = events.partition_by("file", maintain_order=True)
@@ -103,7 +101,8 @@ class Digest:
         carried = tail is not None and tail.height > 0 and tail.get_column("file")[0] == events.get_column("file")[0]
         frame = pl.concat([tail, events]) if carried and tail is not None else events
         fresh = pl.Series([False] * (frame.height - events.height) + [True] * events.height)
-        wanted = frame.get_column(_WANT) | _near_lines(frame) | (fresh & self._first_milestones(frame, fresh))
+        near = near_lines(frame.get_column("line_no"), frame.get_column(_NEAR))
+        wanted = frame.get_column(_WANT) | near | (fresh & self._first_milestones(frame, fresh))
         if carried:  # tail lines kept with the previous chunk are not kept twice
             wanted = wanted & ~frame.get_column("seq").is_in(pl.Series(list(self._kept), dtype=pl.Int64).implode())
         kept = frame.filter(wanted)
@@ -118,11 +117,8 @@ class Digest:
         ahead of `keep`, which adds the neighbours across chunk cuts."""
         if events.height == 0:
             return events.with_columns(pl.lit(False).alias(_WANT), pl.lit(False).alias(_NEAR))
-        scan = pl.DataFrame({"t": text_column(events.get_column("line")), "tb_group": events.get_column("tb_group")})
-        undecided = scan.select(self._undecided.loose_mask(pl.col("t"))).to_series() if self._undecided.strings \
-            else pl.Series([False] * events.height)
-        hits = Matcher(events, self.library).hits(self._local) if self._local else pl.DataFrame(
-            schema={"seq": pl.Int64, "signature": pl.Utf8})
+        undecided = literal_lines(events, undecided=self._undecided).get_column("undecided")
+        hits = hits_of(events, self.library, self._local)
         seq = events.get_column("seq")
         hit = seq.is_in(hits.get_column("seq").implode())
         failure = seq.is_in(hits.filter(pl.col("signature").is_in(list(self._failures))).get_column("seq").implode())
@@ -155,14 +151,29 @@ class Digest:
         return pl.Series(range(frame.height)).is_in(pl.Series(picked, dtype=pl.Int64).implode())
 
 
-def _near_lines(frame: pl.DataFrame) -> pl.Series:
-    """Lines within CONTEXT_LINES line numbers of a `_near` line of the frame (one file's lines
-    in order; a frame sieved in pass 1 has gaps, so positions would not do)."""
-    lines = frame.get_column("line_no").to_numpy()
-    marks = lines[frame.get_column(_NEAR).to_numpy()]
+def near_lines(line_no: pl.Series, near: pl.Series) -> pl.Series:
+    """Lines within CONTEXT_LINES line numbers of a `near` line (one file's lines in order; a
+    frame sieved in pass 1 has gaps, so positions would not do)."""
+    lines = line_no.to_numpy()
+    marks = lines[near.to_numpy()]
     low = np.searchsorted(marks, lines - CONTEXT_LINES, side="left")
     high = np.searchsorted(marks, lines + CONTEXT_LINES, side="right")
     return pl.Series(high > low)
+
+
+def literal_lines(events: pl.DataFrame, **literals: Literals) -> pl.DataFrame:
+    """One boolean column per name: the line holds one of those literals (ANSI colour removed
+    once for all of them)."""
+    scan = pl.DataFrame({"t": text_column(events.get_column("line")), "tb_group": events.get_column("tb_group")})
+    return scan.select((found.loose_mask(pl.col("t")) if found.strings or found.in_traceback else pl.lit(False))
+                       .alias(name) for name, found in literals.items())
+
+
+def hits_of(events: pl.DataFrame, library: Library, signatures: list[Signature]) -> pl.DataFrame:
+    """(seq, signature) of these signatures' hits on `events`."""
+    if not signatures:
+        return pl.DataFrame(schema={"seq": pl.Int64, "signature": pl.Utf8})
+    return Matcher(events, library).hits(signatures)
 
 
 def digested(keeper: Digest, chunks: Iterator[pl.DataFrame]) -> pl.DataFrame | None:

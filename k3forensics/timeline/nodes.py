@@ -20,6 +20,16 @@ def node_of_paths(paths: list[str]) -> dict[str, str]:
     return {p: DEFAULT_NODE for p in paths}
 
 
+def hosts_named(events: pl.DataFrame) -> set[tuple[str, str]]:
+    """The (node, host name) pairs the lines' `attrs` name (NCCL lines carry their host)."""
+    hosted = events.filter(pl.col("attrs").str.contains('"host":', literal=True))
+    if hosted.height == 0:
+        return set()
+    distinct = hosted.select("node", "attrs").unique()  # the JSON of each distinct attrs read once
+    found = distinct.select("node", pl.col("attrs").str.json_path_match("$.host").alias("host")).drop_nulls()
+    return set(found.iter_rows())
+
+
 def single_node_name(events: pl.DataFrame, facts: pl.DataFrame) -> str | None:
     """A host name for a one-node bundle: a `hostname` fact, else the commonest NCCL host."""
     named = facts.filter(pl.col("key") == "hostname")

@@ -26,15 +26,23 @@ import polars as pl
 
 from k3forensics.library.compile import is_row_local
 from k3forensics.library.loader import Library
-from k3forensics.library.match import NOT_YET, Matcher, text_column
+from k3forensics.library.match import NOT_YET
 from k3forensics.library.model import Role, Signature
 from k3forensics.library.prefilter import Literals, required
 from k3forensics.sources.base import UTC_US
-from k3forensics.timeline.digest import CONTEXT_LINES, FINDINGS, kept_for_itself
-from k3forensics.timeline.times import Stamp, in_year, stamps_before
+from k3forensics.timeline.digest import (
+    CONTEXT_LINES,
+    FINDINGS,
+    hits_of,
+    kept_for_itself,
+    literal_lines,
+    near_lines,
+)
+from k3forensics.timeline.nodes import hosts_named
+from k3forensics.timeline.times import Stamp, resolved, stamps_before
 
 _FAILURES = (Role.PRIMARY, Role.SECONDARY)
-_TIMES_SCHEMA = {"yearless": pl.Boolean, "_wraps": pl.Int32, "low": UTC_US, "high": UTC_US}
+_TIMES_SCHEMA = pl.Schema({"yearless": pl.Boolean(), "_wraps": pl.Int32(), "low": UTC_US, "high": UTC_US})
 
 
 @dataclass
@@ -49,10 +57,7 @@ class Dropped:
     def add(self, dropped: pl.DataFrame) -> None:
         self.lines += dropped.height
         self.parsed += int(dropped.get_column("parsed").sum())
-        hosted = dropped.filter(pl.col("attrs").str.contains('"host":', literal=True))
-        if hosted.height:  # few distinct attrs among many lines: each read once
-            found = hosted.select(pl.col("attrs").unique().str.json_path_match("$.host")).to_series()
-            self.hosts.update(found.drop_nulls().to_list())
+        self.hosts.update(host for _, host in hosts_named(dropped))
         timed = dropped.filter(pl.col("ts").is_not_null())
         if timed.height:
             # Resolving a time shifts it by whole years (`in_year`), which keeps the order of the
@@ -66,9 +71,8 @@ class Dropped:
             return None, None
         frame = pl.concat(self.times)
         shift = pl.lit(year if year is not None else 0, pl.Int32) + pl.col("_wraps")
-        resolved = [pl.when(pl.col("yearless")).then(in_year(pl.col(c), shift)).otherwise(pl.col(c)).cast(UTC_US)
-                    for c in ("low", "high")]
-        low, high = frame.select(resolved[0].min(), resolved[1].max()).row(0)
+        low, high = frame.select(resolved(pl.col("low"), pl.col("yearless"), shift).min(),
+                                 resolved(pl.col("high"), pl.col("yearless"), shift).max()).row(0)
         return low, high
 
 
@@ -91,19 +95,14 @@ class Sieve:
         with the stamps their `ts_order` is resolved from (`_ff_ts`, `_ff_yearless`, `_ff_wraps`)."""
         assert self._later is not None and self._near is not None, "check `usable` first"
         events = stamps_before(events, before)
-        scan = pl.DataFrame({"t": text_column(events.get_column("line")), "tb_group": events.get_column("tb_group")})
-        literal = scan.select(self._later.loose_mask(pl.col("t")).alias("later"),
-                              self._near.loose_mask(pl.col("t")).alias("near"))
-        hits = Matcher(events, self.library).hits(self._now) if self._now else pl.DataFrame(
-            schema={"seq": pl.Int64, "signature": pl.Utf8})
+        literal = literal_lines(events, later=self._later, near=self._near)
         seq = events.get_column("seq")
-        failure = seq.is_in(hits.get_column("seq").implode())
-        window = 2 * CONTEXT_LINES + 1
-        near = (literal.get_column("near") | failure).cast(pl.Int8).rolling_max(window, min_samples=1, center=True)
+        failure = seq.is_in(hits_of(events, self.library, self._now).get_column("seq").implode())
+        near = near_lines(events.get_column("line_no"), (literal.get_column("near") | failure).fill_null(False))
         index = pl.int_range(pl.len())
         edges = (index < CONTEXT_LINES) | (index >= pl.len() - CONTEXT_LINES)
         alone = events.select(kept_for_itself(pl.lit(True)) | pl.col("milestone").is_not_null() | edges).to_series()
-        keep = (literal.get_column("later") | near.cast(pl.Boolean) | alone).fill_null(True)
+        keep = (literal.get_column("later") | near | alone).fill_null(True)
         return events.filter(keep), events.filter(~keep)
 
 

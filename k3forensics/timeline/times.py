@@ -27,6 +27,12 @@ def in_year(expr: pl.Expr, year: pl.Expr) -> pl.Expr:
     return expr.dt.offset_by(pl.format("{}y", year - expr.dt.year()))
 
 
+def resolved(ts: pl.Expr, yearless: pl.Expr, year: pl.Expr) -> pl.Expr:
+    """A raw (pass-1) time resolved: when `yearless`, moved into `year` (its file's year plus
+    the New Year crossings before it); else as it is."""
+    return pl.when(yearless).then(in_year(ts, year)).otherwise(ts).cast(UTC_US)
+
+
 def _first_year(first: pl.Expr, reference: datetime) -> pl.Expr:
     """The year that puts a file's first year-less time nearest the reference instant."""
     ref = pl.lit(reference).cast(UTC_US)
@@ -171,13 +177,12 @@ class FileClock:
     def resolve(self, events: pl.DataFrame) -> pl.DataFrame:
         """Pass 2: the rebuilt `ts`, `ts_quality` (inferred) and `ts_order`, like `resolve_times`."""
         year = pl.lit(self.year if self.year is not None else 0, pl.Int32)
-        rebuilt = pl.when(_YEARLESS).then(in_year(pl.col("ts"), year + pl.col("_wraps"))).otherwise(pl.col("ts"))
-        out = events.with_columns(rebuilt.cast(UTC_US).alias("ts"), resolved_quality())
+        rebuilt = resolved(pl.col("ts"), _YEARLESS, year + pl.col("_wraps"))
+        out = events.with_columns(rebuilt.alias("ts"), resolved_quality())
         if "_ff_ts" in events.columns:
             # A sieved chunk (`sieve.py`) lacks lines in between: each line brings the stamp of
             # the last timed line at or before it instead.
-            stamp = pl.when(pl.col("_ff_yearless")).then(in_year(pl.col("_ff_ts"), year + pl.col("_ff_wraps")))
-            order = stamp.otherwise(pl.col("_ff_ts")).cast(UTC_US)
+            order = resolved(pl.col("_ff_ts"), pl.col("_ff_yearless"), year + pl.col("_ff_wraps"))
             start = self.resolve_stamp(self.first_stamp)
         else:
             order = pl.col("ts").forward_fill()
@@ -239,10 +244,8 @@ def file_times(clocks: pl.DataFrame, reference: datetime) -> pl.DataFrame:
     """Per file (CLOCK_SCHEMA rows): `year`, the year of its first year-less line (`set_year`),
     and `first`, its first time resolved (`resolve_stamp`): for all files in one pass."""
     year = pl.when(pl.col("first_yearless").is_not_null()).then(_first_year(pl.col("first_yearless"), reference))
-    first = pl.when(pl.col("first_is_yearless")).then(
-        in_year(pl.col("first_ts"), pl.col("year") + pl.col("first_wraps"))).otherwise(pl.col("first_ts"))
-    return clocks.with_columns(year.cast(pl.Int32).alias("year")).select(
-        "file", "year", first.cast(UTC_US).alias("first"))
+    first = resolved(pl.col("first_ts"), pl.col("first_is_yearless"), pl.col("year") + pl.col("first_wraps"))
+    return clocks.with_columns(year.cast(pl.Int32).alias("year")).select("file", "year", first.alias("first"))
 
 
 def median_instant(clocks: list[FileClock], hint: datetime | None) -> datetime:
