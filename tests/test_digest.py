@@ -11,6 +11,7 @@ import pytest
 from noisy_bundles import with_nccl_noise
 
 from k3forensics.report.model import build_report
+from k3forensics.timeline import digest as digest_module
 from k3forensics.timeline import ingest
 from k3forensics.timeline.ingest import build_timeline
 from k3forensics.triage import run
@@ -27,7 +28,8 @@ def _dump(value: object) -> str:
 
 
 @pytest.mark.parametrize("bundle", BUNDLES, ids=[f"{b.parent.parent.name}/{b.parent.name}" for b in BUNDLES])
-def test_digest_triage_equals_full_triage(bundle: Path, library) -> None:
+def test_digest_triage_equals_full_triage(bundle: Path, library, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(digest_module, "MARK_BATCH_ROWS", 300)  # tiny chunks marked a few together
     full = triage(bundle, library, digest=False)
     digest = build_timeline(bundle, library, chunk_bytes=TINY_CHUNKS, digest=True)
     assert digest.digest

@@ -234,12 +234,15 @@ class TimelineBuild:
         frames = [events for events, _, _, _ in self._pending]
         matched = milestone_column(pl.concat(frames) if len(frames) > 1 else frames[0], self.library)
         offset = 0
+        failures: pl.Series | None = None  # of the rest of the batch, once a part is sieved
         for events, before, owner, sievable in self._pending:
             part = matched.slice(offset, events.height)
             offset += events.height
             self._note_milestones(part, before, owner)
             if sievable and self.sieve is not None and self.spool.on_disk and isinstance(owner, FileState):
-                part, dropped = self.sieve.cut(part, before)
+                if failures is None:
+                    failures = self.sieve.failures(matched.slice(offset - events.height))
+                part, dropped = self.sieve.cut(part, before, failures)
                 owner.dropped = owner.dropped or Dropped()
                 owner.dropped.add(dropped)
             self.spool.add(part)

@@ -30,6 +30,7 @@ DIGEST_BYTES = 128 << 20  # a triage of a timeline database this large reads a d
 CONTEXT_LINES = 5     # the report shows ±5 lines around a hit (report/model.py reads this)
 SAMPLE_EVERY = 200    # and every 200th timed line as a tick on its node's lane
 FINDINGS = (Role.PRIMARY, Role.SECONDARY, Role.CONTEXT)  # the roles a triage reports
+MARK_BATCH_ROWS = 100_000  # completed lines marked at once (`digested`)
 _NOTABLE_LEVEL = r"^(?i:ERROR|CRITICAL|FATAL|PANIC|WARN)"
 _WANT, _NEAR = "_want", "_near"  # `Digest.marked`'s columns
 _MARKS = [_WANT, _NEAR]
@@ -131,12 +132,13 @@ class Digest:
 
     def _first_milestones(self, frame: pl.DataFrame, fresh: pl.Series) -> pl.Series:
         """Of each file's lines of one milestone (every served request is a `serving` line),
-        the first one and the earliest in time: what phases, the OOM class and the report read."""
+        the first one and the earliest in time (the first of the earliest, so that the pick does
+        not depend on the other lines there): what phases, the OOM class and the report read."""
         rows = frame.with_row_index("_i").filter(fresh & pl.col("milestone").is_not_null())
         if rows.height == 0:
             return pl.Series([False] * frame.height)
         firsts = rows.group_by("file", "milestone", maintain_order=True).agg(
-            pl.col("_i").first().alias("first"), pl.col("_i").sort_by("ts_order", nulls_last=True).first().alias("early"),
+            pl.col("_i").first().alias("first"), pl.col("_i").filter(pl.col("ts_order") == pl.col("ts_order").min()).first().alias("early"),
             pl.col("ts_order").min().alias("t"))
         picked: list[int] = []
         for file, milestone, first, early, t in firsts.iter_rows():  # a few rows a chunk
@@ -176,10 +178,27 @@ def hits_of(events: pl.DataFrame, library: Library, signatures: list[Signature])
     return Matcher(events, library).hits(signatures)
 
 
-def digested(keeper: Digest, chunks: Iterator[pl.DataFrame]) -> pl.DataFrame | None:
-    """`joined` kept lines of every chunk, each chunk marked in a worker thread while the
-    previous one is kept (marking is most of a digest's work)."""
-    return joined([keeper.keep(chunk) for chunk in prefetched(keeper.marked(chunk) for chunk in chunks)])
+def digested(keeper: Digest, chunks: Iterator[pl.DataFrame], batch_rows: int | None = None) -> pl.DataFrame | None:
+    """`joined` kept lines of every chunk, each batch of chunks marked in a worker thread while
+    the previous one is kept (marking is most of a digest's work). Chunks sieved in pass 1 are
+    small, and matching costs about the same on a hundred lines as on thousands (each call
+    builds and compiles every signature's expression): they are marked `batch_rows` at a time."""
+    batches = _batched(chunks, MARK_BATCH_ROWS if batch_rows is None else batch_rows)
+    return joined([keeper.keep(batch) for batch in prefetched(keeper.marked(batch) for batch in batches)])
+
+
+def _batched(chunks: Iterator[pl.DataFrame], rows: int) -> Iterator[pl.DataFrame]:
+    """Consecutive chunks joined until they hold at least `rows` lines (order kept)."""
+    held: list[pl.DataFrame] = []
+    size = 0
+    for chunk in chunks:
+        held.append(chunk)
+        size += chunk.height
+        if size >= rows:
+            yield pl.concat(held) if len(held) > 1 else held[0]
+            held, size = [], 0
+    if held:
+        yield pl.concat(held) if len(held) > 1 else held[0]
 
 
 def joined(parts: list[pl.DataFrame]) -> pl.DataFrame | None:

@@ -13,8 +13,9 @@ The cut keeps a superset of what the digest keeps: every line holding a literal 
 signature (but those of failures pass 1 can decide, whose hits it finds: their fields are
 known, not `phase`, not `node`), the lines around those failure hits and around lines holding a
 literal of a failure decided later or of a signature that is not row-local (±CONTEXT_LINES,
-and the first and last CONTEXT_LINES lines of each chunk for context across the cut), every
-milestone line, and what the digest keeps for itself. Tests hold a sieved triage equal to one over every line.
+and the first and last CONTEXT_LINES lines of each chunk for context across the cut), the
+milestone lines pass 2 reads (`MilestoneMemory`), and what the digest keeps for itself. Tests
+hold a sieved triage equal to one over every line.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy as np
 import polars as pl
 
 from k3forensics.library.compile import is_row_local
 from k3forensics.library.loader import Library
 from k3forensics.library.match import NOT_YET
-from k3forensics.library.model import Role, Signature
+from k3forensics.library.model import PHASES, Role, Signature
 from k3forensics.library.prefilter import Literals, required
 from k3forensics.sources.base import UTC_US
 from k3forensics.timeline.digest import (
@@ -42,6 +44,8 @@ from k3forensics.timeline.nodes import hosts_named
 from k3forensics.timeline.times import Stamp, resolved, stamps_before
 
 _FAILURES = (Role.PRIMARY, Role.SECONDARY)
+_RANK = {p: i for i, p in enumerate(PHASES)}
+_STAMP_KEY = ["milestone", "_ff_yearless", "_ff_wraps"]
 _TIMES_SCHEMA = pl.Schema({"yearless": pl.Boolean(), "_wraps": pl.Int32(), "low": UTC_US, "high": UTC_US})
 
 
@@ -76,6 +80,55 @@ class Dropped:
         return low, high
 
 
+@dataclass
+class MilestoneMemory:
+    """Which of a file's milestone lines pass 2 reads, decided chunk by chunk.
+
+    Every served request is a `serving` line (a tenth of an NCCL-heavy log). Pass 2 reads of
+    them: the phase each line reached (`FilePhases.in_file`: the highest milestone so far in a
+    run, a run starting at each `container_init`), and, for the digest, each milestone's first
+    line and its earliest in time (`Digest._first_milestones`). A milestone line that neither
+    starts a run, raises the phase reached, nor is the earliest so far (a first line is)
+    changes none of them. Resolving a year-less stamp shifts it by whole years, alike for the
+    stamps of one New Year count, so the earliest is followed per milestone and kind of stamp
+    in raw times. Traceback lines are kept for themselves, and their milestones may still be
+    corrected (`_rematch_tracebacks`): they count for nothing here and end the run, so the
+    phase reached is never overestimated and more lines are kept, not fewer.
+    """
+
+    reached: int | None = None             # highest rank in the current run
+    earliest: pl.DataFrame | None = None   # _STAMP_KEY + _min: the earliest raw stamps so far
+
+    def needed(self, events: pl.DataFrame) -> pl.Series:
+        """Per line of one chunk (with `stamps_before` columns): a milestone line pass 2 reads."""
+        own = pl.col("milestone").is_not_null() & pl.col("tb_group").is_null()
+        rank = pl.when(own).then(pl.col("milestone").replace_strict(_RANK, default=None, return_dtype=pl.Int32))
+        reset = pl.col("tb_group").is_not_null() | (own & (pl.col("milestone") == PHASES[0]))
+        frame = events.select(own.alias("_own"), rank.alias("_rank"), reset.cum_sum().alias("_run"),
+                              *_STAMP_KEY, "_ff_ts").with_row_index("_i")
+        reached = pl.col("_rank").cum_max().forward_fill().shift(1).over("_run")
+        if self.reached is not None:  # the run open at the end of the last chunk goes on
+            reached = pl.when(pl.col("_run") == 0).then(pl.max_horizontal(reached, pl.lit(self.reached))).otherwise(reached)
+        frame = frame.with_columns(reached.alias("_reached"))
+        self.reached = frame.tail(1).select(pl.max_horizontal("_reached", "_rank")).item()
+        lines = frame.filter(pl.col("_own"))
+        if lines.height == 0:
+            return pl.Series([False] * events.height)
+        so_far = pl.col("_ff_ts").cum_min().over(_STAMP_KEY)
+        if self.earliest is not None:
+            lines = lines.join(self.earliest, on=_STAMP_KEY, how="left", maintain_order="left", nulls_equal=True)
+            so_far = pl.min_horizontal(so_far, pl.col("_min"))
+        picked = lines.filter(
+            pl.col("_reached").is_null() | (pl.col("_rank") > pl.col("_reached"))  # starts a run or moves on
+            | pl.col("_ff_ts").is_null() | (pl.col("_ff_ts") <= so_far)  # before any time, or the earliest yet
+        )
+        mins = lines.group_by(_STAMP_KEY).agg(pl.col("_ff_ts").min().alias("_min"))
+        if self.earliest is not None:
+            mins = pl.concat([self.earliest, mins]).group_by(_STAMP_KEY).agg(pl.col("_min").min())
+        self.earliest = mins
+        return pl.Series(np.isin(np.arange(events.height), picked.get_column("_i").to_numpy()))
+
+
 class Sieve:
     def __init__(self, library: Library):
         self.library = library
@@ -89,20 +142,31 @@ class Sieve:
         self._near = _union([s for s in findings if not is_row_local(s.condition)]
                             + [s for s in later if s.role in _FAILURES])
         self.usable = self._later is not None and self._near is not None
+        self._milestones: dict[str, MilestoneMemory] = {}  # per file, its chunks in order
 
-    def cut(self, events: pl.DataFrame, before: Stamp | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    def failures(self, events: pl.DataFrame) -> pl.Series:
+        """The `seq` of the lines a failure signature decided now hits (pass-1 columns; any
+        number of chunks at once: matching costs about as much on few lines as on many)."""
+        return hits_of(events, self.library, self._now).get_column("seq")
+
+    def cut(self, events: pl.DataFrame, before: Stamp | None,
+            failures: pl.Series | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
         """(kept, dropped) lines of one chunk of one log file (pass-1 columns), the kept ones
-        with the stamps their `ts_order` is resolved from (`_ff_ts`, `_ff_yearless`, `_ff_wraps`)."""
+        with the stamps their `ts_order` is resolved from (`_ff_ts`, `_ff_yearless`, `_ff_wraps`).
+        `failures`: `self.failures` of these lines or more, when known."""
         assert self._later is not None and self._near is not None, "check `usable` first"
         events = stamps_before(events, before)
+        if events.height == 0:
+            return events, events
+        memory = self._milestones.setdefault(events.get_column("file")[0], MilestoneMemory())
         literal = literal_lines(events, later=self._later, near=self._near)
         seq = events.get_column("seq")
-        failure = seq.is_in(hits_of(events, self.library, self._now).get_column("seq").implode())
+        failure = seq.is_in((self.failures(events) if failures is None else failures).implode())
         near = near_lines(events.get_column("line_no"), (literal.get_column("near") | failure).fill_null(False))
         index = pl.int_range(pl.len())
         edges = (index < CONTEXT_LINES) | (index >= pl.len() - CONTEXT_LINES)
-        alone = events.select(kept_for_itself(pl.lit(True)) | pl.col("milestone").is_not_null() | edges).to_series()
-        keep = (literal.get_column("later") | near | alone).fill_null(True)
+        alone = events.select(kept_for_itself(pl.lit(True)) | edges).to_series()
+        keep = (literal.get_column("later") | near | alone | memory.needed(events)).fill_null(True)
         return events.filter(keep), events.filter(~keep)
 
 

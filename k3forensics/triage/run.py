@@ -71,7 +71,7 @@ def _digest_events(con: Any, keeper: Digest, on_chunk: ChunkObserver | None) -> 
     # inserts chunk after chunk. Sorting instead would hold the whole table.
     reader = con.sql("SELECT * FROM events").to_arrow_reader(DB_BATCH_ROWS)
     batches = (_utc(pl.from_arrow(batch)) for batch in reader)  # type: ignore[arg-type]
-    events = digested(keeper, observed(batches, on_chunk))
+    events = digested(keeper, observed(batches, on_chunk), batch_rows=DB_BATCH_ROWS)
     return events if events is not None else read_frame(con, "SELECT * FROM events LIMIT 0")
 
 
