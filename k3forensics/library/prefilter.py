@@ -19,6 +19,7 @@ characters without a non-ASCII case twin.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -94,6 +95,18 @@ class Literals:
         if self.in_traceback:
             parts.append((tb_group if tb_group is not None else pl.col("tb_group")).is_not_null())
         return pl.any_horizontal(parts).fill_null(False)
+
+
+def required_by_all(conditions: Iterable[Node]) -> Literals | None:
+    """The literals one of which every line any of these conditions matches holds (None when
+    one condition requires none: then no line can be ruled out)."""
+    out = Literals()
+    for condition in conditions:
+        found = required(condition)
+        if found is None:
+            return None
+        out = out | found
+    return out
 
 
 @lru_cache(maxsize=4096)  # conditions are frozen dataclasses: a library is analysed once

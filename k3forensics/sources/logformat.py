@@ -149,24 +149,27 @@ def formats_frame(rest: pl.Series, formats: Sequence[LineFormat]) -> pl.DataFram
     rows still unmatched that contain the format's literal prefilter, and each format's
     field builders (JSON attributes, dates) run only on the rows it matched.
     """
-    n = rest.len()
-    pending = np.arange(n, dtype=np.int64)   # row numbers not matched yet, in order
+    pending = np.arange(rest.len(), dtype=np.int64)   # row numbers not matched yet, in order
+    texts = rest                                       # their texts (copied only when some go)
     parts: list[pl.DataFrame] = []
     for fmt in formats:
         if pending.size == 0:
             break
-        texts = rest.gather(pending)
+        candidates, tried = np.arange(pending.size), texts
         if fmt.prefilter:
-            keep = texts.str.contains(fmt.prefilter, literal=True).fill_null(False).to_numpy()
-            candidates, texts = pending[keep], texts.filter(pl.Series(keep))
-        else:
-            candidates = pending
-        matched = texts.str.contains(fmt.pattern).fill_null(False).to_numpy()
+            holds = texts.str.contains(fmt.prefilter, literal=True).fill_null(False).to_numpy()
+            if not holds.any():
+                continue
+            if not holds.all():
+                candidates, tried = np.flatnonzero(holds), texts.filter(pl.Series(holds))
+        matched = tried.str.contains(fmt.pattern).fill_null(False).to_numpy()
         if not matched.any():
             continue
-        rows = candidates[matched]
-        parts.append(_build_fields(texts.filter(pl.Series(matched)), fmt, rows))
-        pending = np.setdiff1d(pending, rows, assume_unique=True)
+        taken = candidates[matched]  # positions in `pending`
+        parts.append(_build_fields(tried if matched.all() else tried.filter(pl.Series(matched)), fmt, pending[taken]))
+        left = np.ones(pending.size, dtype=bool)
+        left[taken] = False
+        pending, texts = pending[left], texts.filter(pl.Series(left))
     parts.append(_build_fields(None, None, pending))
     out = pl.concat(parts, how="vertical")
     if len(parts) > 1:

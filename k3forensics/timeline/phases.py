@@ -19,10 +19,12 @@ from k3forensics.library.model import PHASES, Role
 FIRST_PHASE = PHASES[0]
 
 
-def milestone_column(events: pl.DataFrame, library: Library) -> pl.DataFrame:
-    """Add `milestone` (the phase a line starts, or null) and `step` (a finer engine_init step)."""
+def milestone_column(events: pl.DataFrame, library: Library, rows: pl.Series | None = None) -> pl.DataFrame:
+    """Add `milestone` (the phase a line starts, or null) and `step` (a finer engine_init step).
+    `rows`: the lines that may match (holding a milestone's literal, or traceback lines), when
+    known; milestones are decided by the line or its traceback group, both among them."""
     milestones = {s.id: s for s in library.of_role(Role.MILESTONE)}
-    hits = match_events(events, library, roles=(Role.MILESTONE,))
+    hits = match_events(events if rows is None else events.filter(rows), library, roles=(Role.MILESTONE,))
     if hits.height:
         rank = {p: i for i, p in enumerate(PHASES)}
         table = hits.with_columns(

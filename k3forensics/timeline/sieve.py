@@ -30,7 +30,7 @@ from k3forensics.library.compile import is_row_local
 from k3forensics.library.loader import Library
 from k3forensics.library.match import NOT_YET
 from k3forensics.library.model import PHASES, Role, Signature
-from k3forensics.library.prefilter import Literals, required
+from k3forensics.library.prefilter import Literals, required_by_all
 from k3forensics.sources.base import UTC_US
 from k3forensics.timeline.digest import (
     CONTEXT_LINES,
@@ -142,24 +142,31 @@ class Sieve:
         self._near = _union([s for s in findings if not is_row_local(s.condition)]
                             + [s for s in later if s.role in _FAILURES])
         self.usable = self._later is not None and self._near is not None
+        # What a line must hold for the sieve to read more of it than its stamp and level.
+        failures = _union(self._now)
+        self.literals = (self._later | self._near | failures
+                         if self._later is not None and self._near is not None and failures is not None else None)
         self._milestones: dict[str, MilestoneMemory] = {}  # per file, its chunks in order
 
     def failures(self, events: pl.DataFrame) -> pl.Series:
         """The `seq` of the lines a failure signature decided now hits (pass-1 columns; any
-        number of chunks at once: matching costs about as much on few lines as on many)."""
+        number of chunks at once: matching costs about as much on few lines as on many; the
+        lines may be only those holding `literals`)."""
         return hits_of(events, self.library, self._now).get_column("seq")
 
-    def cut(self, events: pl.DataFrame, before: Stamp | None,
-            failures: pl.Series | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    def cut(self, events: pl.DataFrame, before: Stamp | None, failures: pl.Series | None = None,
+            gate: pl.Series | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
         """(kept, dropped) lines of one chunk of one log file (pass-1 columns), the kept ones
         with the stamps their `ts_order` is resolved from (`_ff_ts`, `_ff_yearless`, `_ff_wraps`).
-        `failures`: `self.failures` of these lines or more, when known."""
+        `failures`: `self.failures` of these lines or more, when known; `gate`: the lines that
+        may hold `literals` (the others hold none), when known."""
         assert self._later is not None and self._near is not None, "check `usable` first"
         events = stamps_before(events, before)
         if events.height == 0:
             return events, events
         memory = self._milestones.setdefault(events.get_column("file")[0], MilestoneMemory())
-        literal = literal_lines(events, later=self._later, near=self._near)
+        literal = _scattered(literal_lines(events.filter(gate), later=self._later, near=self._near), gate) \
+            if gate is not None else literal_lines(events, later=self._later, near=self._near)
         seq = events.get_column("seq")
         failure = seq.is_in((self.failures(events) if failures is None else failures).implode())
         near = near_lines(events.get_column("line_no"), (literal.get_column("near") | failure).fill_null(False))
@@ -170,12 +177,13 @@ class Sieve:
         return events.filter(keep), events.filter(~keep)
 
 
+def _scattered(found: pl.DataFrame, rows: pl.Series) -> pl.DataFrame:
+    """Boolean columns computed on the `rows` of a frame, spread over all of it (False elsewhere)."""
+    where = rows.arg_true()
+    return pl.DataFrame([pl.Series(name, [False] * rows.len()).scatter(where, found.get_column(name))
+                         for name in found.columns])
+
+
 def _union(signatures: list[Signature]) -> Literals | None:
     """The literals of all these signatures (None when one requires none: no line can go)."""
-    out = Literals()
-    for sig in signatures:
-        found = required(sig.condition)
-        if found is None:
-            return None
-        out = out | found
-    return out
+    return required_by_all(s.condition for s in signatures)
