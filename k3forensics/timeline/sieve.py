@@ -53,6 +53,8 @@ _TIMES_SCHEMA = pl.Schema({"yearless": pl.Boolean(), "_wraps": pl.Int32(), "low"
 class Dropped:
     """What the files table needs of a file's dropped lines, tallied in pass 1."""
 
+    COLUMNS = ("node", "parsed", "attrs", "ts", "ts_quality", "_wraps")  # what `add` reads
+
     lines: int = 0
     parsed: int = 0
     hosts: set[str] = field(default_factory=set)
@@ -174,13 +176,13 @@ class Sieve:
         edges = (index < CONTEXT_LINES) | (index >= pl.len() - CONTEXT_LINES)
         alone = events.select(kept_for_itself(pl.lit(True)) | edges).to_series()
         keep = (literal.get_column("later") | near | alone | memory.needed(events)).fill_null(True)
-        return events.filter(keep), events.filter(~keep)
+        return events.filter(keep), events.select(Dropped.COLUMNS).filter(~keep)  # most go: copy only what is tallied
 
 
 def _scattered(found: pl.DataFrame, rows: pl.Series) -> pl.DataFrame:
     """Boolean columns computed on the `rows` of a frame, spread over all of it (False elsewhere)."""
     where = rows.arg_true()
-    return pl.DataFrame([pl.Series(name, [False] * rows.len()).scatter(where, found.get_column(name))
+    return pl.DataFrame([pl.repeat(False, rows.len(), eager=True).alias(name).scatter(where, found.get_column(name))
                          for name in found.columns])
 
 

@@ -31,7 +31,8 @@ _KEY_SCHEMA = {"file": pl.Utf8, "_proc": pl.Utf8, "_pid": pl.Int64}
 _START_LITERAL = "Traceback"
 _FRAME_LITERAL = 'File "'
 _CHAIN_LITERAL = "above exception"
-_EXCEPTION_WORDS = ["Error", "Exception", "Exit", "Interrupt", "Failure", "Warning", "Fault"]
+# One regex alternation: the engine's literal search is about twice as fast here as Aho-Corasick.
+_EXCEPTION_WORDS = "Error|Exception|Exit|Interrupt|Failure|Warning|Fault"
 _BLANK = r"^\s*$"
 
 
@@ -47,7 +48,7 @@ def _where(texts: pl.Series, mask: pl.Series, pattern: str) -> pl.Series:
 def _exceptions(texts: pl.Series) -> pl.Series:
     """The exception class of exception-shaped lines (else null)."""
     out = pl.Series([None] * texts.len(), dtype=pl.Utf8)
-    rows = texts.str.contains_any(_EXCEPTION_WORDS).fill_null(False).arg_true()
+    rows = texts.str.contains(_EXCEPTION_WORDS).fill_null(False).arg_true()
     if rows.len():
         out = out.scatter(rows, texts.gather(rows).str.extract(EXCEPTION, 1))
     return out
@@ -90,9 +91,15 @@ class FileTracebacks:
         started = frame.filter(pl.col("_start")).select(_STREAM).unique()
         keys = pl.concat([started, pl.DataFrame(opened, schema=_KEY_SCHEMA, orient="row")])
         frame = frame.with_row_index("_i")
-        busy = frame.join(keys.unique(), on=_STREAM, how="semi", maintain_order="left")
+        streams = frame.select(*_STREAM, "_belongs")  # all `_carry_plain` reads (no copy of the lines)
+        if keys.height:
+            keys = keys.unique()
+            busy = frame.join(keys, on=_STREAM, how="semi", maintain_order="left")
+            streams = streams.join(keys, on=_STREAM, how="anti")
+        else:  # most chunks: no traceback starts in them and none is open
+            busy = frame.clear()
         if not self.whole_files:
-            self._carry_plain(frame.join(keys.unique(), on=_STREAM, how="anti"))
+            self._carry_plain(streams)
         groups = pl.Series("tb_group", [None] * frame.height, dtype=pl.Int64)
         if busy.height:
             numbered = self._numbered(busy).select("_i", pl.when(pl.col("_belongs") & (pl.col("_nth") > 0)).then(
