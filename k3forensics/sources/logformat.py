@@ -30,6 +30,8 @@ PROCESS_PREFIX = (
 )
 
 Builder = Callable[[pl.Expr], dict[str, pl.Expr]]
+# Lines → (which of them have the format's usual shape, their groups as `pattern` captures them).
+Splitter = Callable[[pl.Series], tuple[np.ndarray, pl.Series]]
 
 FIELDS = ("source", "level", "ts", "ts_quality", "message", "rank", "attrs")
 
@@ -40,7 +42,10 @@ class LineFormat:
 
     ``build`` receives the struct of captured groups and returns expressions for any of
     FIELDS; fields it leaves out stay null. ``prefilter`` is a literal every matching line
-    contains, checked before the regex runs.
+    contains, checked before the regex runs. ``split`` optionally finds the lines of the
+    format's usual shape and cuts their groups out without the regex engine's captures (which
+    cost most of a parse); it must give exactly what ``pattern`` captures there (tested on every
+    sample line and on edge cases), and the other lines go through ``pattern``.
     """
 
     name: str
@@ -48,6 +53,7 @@ class LineFormat:
     pattern: str
     build: Builder
     prefilter: str | None = None
+    split: Splitter | None = None
 
 
 def yearless(mmdd: pl.Expr, hms: pl.Expr, frac: pl.Expr | None = None) -> pl.Expr:
@@ -162,13 +168,22 @@ def formats_frame(rest: pl.Series, formats: Sequence[LineFormat]) -> pl.DataFram
                 continue
             if not holds.all():
                 candidates, tried = np.flatnonzero(holds), texts.filter(pl.Series(holds))
+        taken = []  # positions in `pending`
+        if fmt.split is not None:
+            usual, groups = fmt.split(tried)
+            if usual.any():
+                taken.append(candidates[usual])
+                parts.append(_build_fields(None, fmt, pending[candidates[usual]], groups))
+                candidates, tried = candidates[~usual], tried.filter(pl.Series(~usual))
         matched = tried.str.contains(fmt.pattern).fill_null(False).to_numpy()
-        if not matched.any():
+        if matched.any():
+            taken.append(candidates[matched])
+            parts.append(_build_fields(tried if matched.all() else tried.filter(pl.Series(matched)), fmt,
+                                       pending[candidates[matched]]))
+        if not taken:
             continue
-        taken = candidates[matched]  # positions in `pending`
-        parts.append(_build_fields(tried if matched.all() else tried.filter(pl.Series(matched)), fmt, pending[taken]))
         left = np.ones(pending.size, dtype=bool)
-        left[taken] = False
+        left[np.concatenate(taken)] = False
         pending, texts = pending[left], texts.filter(pl.Series(left))
     parts.append(_build_fields(None, None, pending))
     out = pl.concat(parts, how="vertical")
@@ -177,14 +192,18 @@ def formats_frame(rest: pl.Series, formats: Sequence[LineFormat]) -> pl.DataFram
     return out.drop("_row")
 
 
-def _build_fields(texts: pl.Series | None, fmt: LineFormat | None, rows: np.ndarray) -> pl.DataFrame:
-    """FIELDS + format for the rows one format matched (or, with no format, all-null rows)."""
+def _build_fields(texts: pl.Series | None, fmt: LineFormat | None, rows: np.ndarray,
+                  groups: pl.Series | None = None) -> pl.DataFrame:
+    """FIELDS + format for the rows one format matched (or, with no format, all-null rows),
+    from their `texts` or from their `groups` already cut out (`LineFormat.split`)."""
     exprs: list[pl.Expr] = []
     fields: dict[str, pl.Expr] = {}
     frame = pl.DataFrame({"_row": pl.Series(rows, dtype=pl.Int64)})
-    if fmt is not None and texts is not None:
+    if fmt is not None and groups is None and texts is not None:
+        groups = _captures(texts, fmt.pattern)
+    if fmt is not None and groups is not None:
         # Captured once; the builders read fields of this struct column.
-        frame = frame.with_columns(_captures(texts, fmt.pattern).alias("_g"))
+        frame = frame.with_columns(groups.alias("_g"))
         fields = {"source": pl.lit(fmt.source)} | fmt.build(pl.col("_g"))
     for name in FIELDS:
         dtype = UTC_US if name == "ts" else pl.Utf8
@@ -211,6 +230,16 @@ def _captures(texts: pl.Series, pattern: str) -> pl.Series:
     return pl.DataFrame({"g": groups}).select(
         pl.col("g").struct.with_fields(message.alias("msg")).struct.field(*_group_order(pattern))
     ).select(pl.struct(pl.all())).to_series()
+
+
+def as_captures(groups: dict[str, pl.Series], pattern: str) -> pl.Series:
+    """Groups cut out of lines as the struct `_captures` gives for `pattern` (its groups in
+    order, `_m` empty, the ones not given null)."""
+    height = next(iter(groups.values())).len()
+    fields = [groups[name].alias(name) if name in groups
+              else pl.Series(name, [""] * height if name == "_m" else [None] * height, pl.Utf8)
+              for name in _group_order(pattern)]
+    return pl.struct(fields, eager=True).alias("_g")
 
 
 @cache

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import polars as pl
 
-from k3forensics.sources.logformat import LineFormat, attrs_json, iso_datetime
+from k3forensics.sources.logformat import LineFormat, as_captures, attrs_json, iso_datetime
 
 NAME = "nccl"
 
@@ -17,6 +18,9 @@ NCCL_PATTERN = (
     r".*?(?:^|\s|\]|:)(?:(?P<host>[\w.-]+):(?P<npid>\d+):(?P<tid>\d+) )?\[(?P<dev>\d+)\] "
     r"(?:(?P<srcf>[\w./-]+:\d+) )?NCCL (?P<nlevel>INFO|WARN|ERROR|TRACE|ABORT)\b ?(?P<msg>.*)$"
 )
+# The usual line: the host triple first, no CI timestamp, the level word then a space or the
+# end. Its groups are the space-separated fields (`_split`), which cost a third of a capture.
+USUAL_PATTERN = r"^[\w.-]+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ )?NCCL (?:INFO|WARN|ERROR|TRACE|ABORT)(?: |$)"
 BANNER_PATTERN = r"^(?P<banner>NCCL version (?P<ver>\d+\.\d+\.\d+)\S*)"
 
 _LEVELS = {"WARN": "WARNING", "INFO": "INFO", "ERROR": "ERROR", "TRACE": "DEBUG", "ABORT": "CRITICAL"}
@@ -42,6 +46,29 @@ def _build(g: pl.Expr) -> dict[str, pl.Expr]:
     }
 
 
+def _split(texts: pl.Series) -> tuple[np.ndarray, pl.Series]:
+    """`LineFormat.split` for NCCL_PATTERN: on a line of USUAL_PATTERN, the pattern takes the
+    host triple, `[dev]`, an optional source location, `NCCL`, the level and, past one space,
+    the message: the fields between single spaces (the message keeps its own)."""
+    usual = texts.str.contains(USUAL_PATTERN).fill_null(False).to_numpy()
+    if not usual.any():
+        return usual, pl.Series(dtype=pl.Struct({}))
+    field = pl.col("f").struct.field
+    triple = field("field_0").str.split_exact(":", 2).struct.field
+    located = field("field_2") != "NCCL"
+    # Without a location the message is what follows the level: fields 4 and 5 joined again.
+    bare = pl.concat_str([field("field_4"), field("field_5")], separator=" ", ignore_nulls=True)
+    cut = pl.DataFrame({"t": texts.filter(pl.Series(usual))}).select(pl.col("t").str.splitn(" ", 6).alias("f")).select(
+        triple("field_0").alias("host"), triple("field_1").alias("npid"), triple("field_2").alias("tid"),
+        field("field_1").str.slice(1).str.head(-1).alias("dev"),
+        pl.when(located).then(field("field_2")).alias("srcf"),
+        pl.when(located).then(field("field_4")).otherwise(field("field_3")).alias("nlevel"),
+        pl.when(located).then(field("field_5")).otherwise(bare).fill_null("").alias("msg"),
+    )
+    groups = {name: cut.get_column(name) for name in cut.columns}
+    return usual, as_captures(groups, NCCL_PATTERN)
+
+
 def _build_banner(g: pl.Expr) -> dict[str, pl.Expr]:
     return {
         "level": pl.lit("INFO"),
@@ -51,7 +78,7 @@ def _build_banner(g: pl.Expr) -> dict[str, pl.Expr]:
 
 
 FORMATS = [
-    LineFormat("nccl", NAME, NCCL_PATTERN, _build, prefilter="NCCL "),
+    LineFormat("nccl", NAME, NCCL_PATTERN, _build, prefilter="NCCL ", split=_split),
     LineFormat("nccl_banner", NAME, BANNER_PATTERN, _build_banner, prefilter="NCCL version"),
 ]
 

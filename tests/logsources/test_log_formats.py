@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 from k3forensics.sources import generic, kernel, nccl, pytorch, traceback, vllm
 from k3forensics.sources.base import ParseContext, lines_frame
-from k3forensics.sources.logs import parse_log
+from k3forensics.sources.logformat import LineFormat
+from k3forensics.sources.logs import LOG_FORMATS, parse_log, parse_log_frame
 
 UTC = UTC
 
@@ -138,3 +142,56 @@ def test_detection(module, positive: str, negative: str) -> None:
 
 def test_generic_detects_anything() -> None:
     assert generic.detect("whatever")
+
+
+# Lines a format's `split` must read as its pattern does: real ones (samples and corpus
+# excerpts) and shapes at its edges.
+_EDGE_LINES = [
+    "gpu-node-3:2617:2617 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.3<0>",
+    "gpu-node-3:2617:2617 [0] enqueue.cc:71 NCCL WARN Cuda failure 'out of memory'",
+    "gpu-node-3:2617:2617 [0]  NCCL INFO two spaces before NCCL",
+    "gpu-node-3:2617:2617 [0] NCCL INFOrmal (no word boundary)",
+    "gpu-node-3:2617:2617 [0] NCCL INFO:colon after the level",
+    "gpu-node-3:2617:2617 [0] NCCL INFO",
+    "gpu-node-3:2617:2617 [0] NCCL INFO ",
+    "gpu-node-3:2617:2617 [0] NCCL INFO  indented  message ",
+    "a.b-c:1:2 [12] x/y.cc:3 NCCL ABORT",
+    "a.b-c:1:2 [12] x/y.cc:3 NCCL ABORT  two spaces",
+    "a.b-c:1:2 [12] x/y.cc:3 NCCL NCCL INFO doubled",
+    "host:\u0661\u0662:3 [0] NCCL INFO digits of another script",
+    "host:99999999999999999999:3 [0] NCCL INFO a pid past Int64",
+    "[2026-09-14 06:00:00,123+0000] host:1:2 [0] NCCL INFO with a CI timestamp",
+    "(RayWorker pid=5) host:1:2 [0] NCCL INFO behind a process prefix",
+    "prefix text host:1:2 [0] NCCL INFO spliced into other output",
+    "host:1:2 [0] host:3:4 [1] NCCL INFO two triples",
+    "host:x:2 [0] NCCL INFO not a pid",
+    "h\u00f6st:1:2 [0] NCCL WARN a host name with a non-ASCII letter",
+]
+
+
+def _sample_lines() -> list[str]:
+    root = Path(__file__).resolve().parents[2]
+    out: list[str] = []
+    for folder in (root / "samples", root / "tests" / "corpus"):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and path.suffix not in {".json", ".gz", ".tar", ".tgz", ".zip", ".parquet", ".duckdb"}:
+                out += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return out
+
+
+@pytest.mark.parametrize("fmt", [f for f in LOG_FORMATS if f.split], ids=lambda f: f.name)
+def test_split_reads_what_the_pattern_captures(fmt: LineFormat) -> None:
+    assert fmt.split is not None
+    texts = pl.Series([*_EDGE_LINES, *_sample_lines()])
+    usual, groups = fmt.split(texts)
+    assert usual.sum() > 100, "the usual shape should occur in the samples"
+    lines = texts.filter(pl.Series(usual))
+    assert lines.str.contains(fmt.pattern).all()
+    expected = lines.str.extract_groups("(?P<_m>)" + fmt.pattern).struct.unnest()
+    assert_frame_equal(groups.struct.unnest(), expected)
+
+
+def test_formats_parse_alike_with_and_without_split() -> None:
+    frame = lines_frame([*_EDGE_LINES, *_sample_lines()])
+    plain = [dataclasses.replace(f, split=None) for f in LOG_FORMATS]
+    assert_frame_equal(parse_log_frame(frame, LOG_FORMATS), parse_log_frame(frame, plain))
