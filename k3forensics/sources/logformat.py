@@ -237,7 +237,7 @@ def as_captures(groups: dict[str, pl.Series], pattern: str) -> pl.Series:
     order, `_m` empty, the ones not given null)."""
     height = next(iter(groups.values())).len()
     fields = [groups[name].alias(name) if name in groups
-              else pl.Series(name, [""] * height if name == "_m" else [None] * height, pl.Utf8)
+              else pl.repeat("" if name == "_m" else None, height, dtype=pl.Utf8, eager=True).alias(name)
               for name in _group_order(pattern)]
     return pl.struct(fields, eager=True).alias("_g")
 
