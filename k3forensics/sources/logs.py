@@ -35,8 +35,8 @@ def parse_log_frame(lines: pl.DataFrame, formats: list[LineFormat]) -> pl.DataFr
     only on lines that can hold one, each format only on the lines no earlier one took."""
     text = lines.get_column("text").fill_null("")
     has_prefix = text.str.contains(_PREFIX_LITERAL, literal=True).fill_null(False)
-    process = pl.Series("process", [None] * text.len(), pl.Utf8)
-    pid = pl.Series("pid", [None] * text.len(), pl.Int64)
+    process = pl.repeat(None, text.len(), dtype=pl.Utf8, eager=True).alias("process")
+    pid = pl.repeat(None, text.len(), dtype=pl.Int64, eager=True).alias("pid")
     rest = text
     if has_prefix.any():
         rows = has_prefix.arg_true()

@@ -251,7 +251,7 @@ class TimelineBuild:
         if not self._pending:
             return
         frames = [events for events, _, _, _ in self._pending]
-        batch = pl.concat(frames) if len(frames) > 1 else frames[0]
+        batch = pl.concat(frames)
         gate = literal_lines(batch, gate=self._gate).get_column("gate") if self._gate is not None else None
         matched = milestone_column(batch, self.library, gate if self._milestone_literals is not None else None)
         sieve_gate = gate if self._sieve_gated else None

@@ -101,7 +101,7 @@ class Digest:
         tail = self._tail
         carried = tail is not None and tail.height > 0 and tail.get_column("file")[0] == events.get_column("file")[0]
         frame = pl.concat([tail, events]) if carried and tail is not None else events
-        fresh = pl.Series([False] * (frame.height - events.height) + [True] * events.height)
+        fresh = pl.Series(np.arange(frame.height) >= frame.height - events.height)
         near = near_lines(frame.get_column("line_no"), frame.get_column(_NEAR))
         wanted = frame.get_column(_WANT) | near | (fresh & self._first_milestones(frame, fresh))
         if carried:  # tail lines kept with the previous chunk are not kept twice
@@ -136,7 +136,7 @@ class Digest:
         not depend on the other lines there): what phases, the OOM class and the report read."""
         rows = frame.with_row_index("_i").filter(fresh & pl.col("milestone").is_not_null())
         if rows.height == 0:
-            return pl.Series([False] * frame.height)
+            return pl.repeat(False, frame.height, eager=True)
         firsts = rows.group_by("file", "milestone", maintain_order=True).agg(
             pl.col("_i").first().alias("first"), pl.col("_i").filter(pl.col("ts_order") == pl.col("ts_order").min()).first().alias("early"),
             pl.col("ts_order").min().alias("t"))
@@ -195,10 +195,10 @@ def _batched(chunks: Iterator[pl.DataFrame], rows: int) -> Iterator[pl.DataFrame
         held.append(chunk)
         size += chunk.height
         if size >= rows:
-            yield pl.concat(held) if len(held) > 1 else held[0]
+            yield pl.concat(held)
             held, size = [], 0
     if held:
-        yield pl.concat(held) if len(held) > 1 else held[0]
+        yield pl.concat(held)
 
 
 def joined(parts: list[pl.DataFrame]) -> pl.DataFrame | None:

@@ -135,7 +135,7 @@ class FileReader:
         decoded = self.info.decoded
         assert decoded is not None, "iter_decoded_chunks yields at least one chunk"
         if document is not None:
-            yield self._document(document, pl.concat(pending) if len(pending) > 1 else pending[0])
+            yield self._document(document, pl.concat(pending))
         else:
             named = self.info.sources.most_common()
             top = [name for name, count in named if count == named[0][1]] if named else []

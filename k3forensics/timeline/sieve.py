@@ -115,7 +115,7 @@ class MilestoneMemory:
         self.reached = frame.tail(1).select(pl.max_horizontal("_reached", "_rank")).item()
         lines = frame.filter(pl.col("_own"))
         if lines.height == 0:
-            return pl.Series([False] * events.height)
+            return pl.repeat(False, events.height, eager=True)
         so_far = pl.col("_ff_ts").cum_min().over(_STAMP_KEY)
         if self.earliest is not None:
             lines = lines.join(self.earliest, on=_STAMP_KEY, how="left", maintain_order="left", nulls_equal=True)
@@ -128,7 +128,9 @@ class MilestoneMemory:
         if self.earliest is not None:
             mins = pl.concat([self.earliest, mins]).group_by(_STAMP_KEY).agg(pl.col("_min").min())
         self.earliest = mins
-        return pl.Series(np.isin(np.arange(events.height), picked.get_column("_i").to_numpy()))
+        needed = np.zeros(events.height, dtype=bool)
+        needed[picked.get_column("_i").to_numpy()] = True
+        return pl.Series(needed)
 
 
 class Sieve:
@@ -140,12 +142,12 @@ class Sieve:
         # ` HTTP/`, is on every access-log line). Other row-local lines are kept by literal.
         self._now = [s for s in local if s.role in _FAILURES and is_row_local(s.condition, NOT_YET)]
         later = [s for s in local if s not in self._now]
-        self._later = _union(later)
-        self._near = _union([s for s in findings if not is_row_local(s.condition)]
+        self._later = _literals_of(later)
+        self._near = _literals_of([s for s in findings if not is_row_local(s.condition)]
                             + [s for s in later if s.role in _FAILURES])
         self.usable = self._later is not None and self._near is not None
         # What a line must hold for the sieve to read more of it than its stamp and level.
-        failures = _union(self._now)
+        failures = _literals_of(self._now)
         self.literals = (self._later | self._near | failures
                          if self._later is not None and self._near is not None and failures is not None else None)
         self._milestones: dict[str, MilestoneMemory] = {}  # per file, its chunks in order
@@ -186,6 +188,6 @@ def _scattered(found: pl.DataFrame, rows: pl.Series) -> pl.DataFrame:
                          for name in found.columns])
 
 
-def _union(signatures: list[Signature]) -> Literals | None:
+def _literals_of(signatures: list[Signature]) -> Literals | None:
     """The literals of all these signatures (None when one requires none: no line can go)."""
     return required_by_all(s.condition for s in signatures)

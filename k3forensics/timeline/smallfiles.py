@@ -122,7 +122,7 @@ def decode_batch(files: Sequence[BundleFile]) -> tuple[pl.DataFrame, list[Decode
     if run:
         frames.append(_plain_lines(*zip(*run, strict=True)))
     frames = [f for f in frames if f.height]
-    return (pl.concat(frames) if len(frames) > 1 else frames[0] if frames else _NO_LINES), decoded
+    return (pl.concat(frames) if frames else _NO_LINES), decoded
 
 
 # -- detection and parsing ------------------------------------------------------------------------
@@ -172,7 +172,7 @@ class BatchReader:
                 info.detected_type = "binary"
             info.warnings = list(info.decoded.problems) + info.warnings
         parts = [p for p in self._parts if p.height]
-        self.out.events = pl.concat(parts) if len(parts) > 1 else parts[0] if parts else _empty_events()
+        self.out.events = pl.concat(parts) if parts else _empty_events()
         return self.out
 
     def _file(self, bf: BundleFile, info: FileInfo, span: tuple[int, int], head: str) -> None:
@@ -214,7 +214,7 @@ class BatchReader:
             for info, head in infos:
                 info.detected_type = detect_log(head)
             return
-        lines = pl.concat(frames) if len(frames) > 1 else frames[0]
+        lines = pl.concat(frames)
         events = FileTracebacks("", whole_files=True).annotate(parse_log_frame(lines, LOG_FORMATS))
         named = events.filter(pl.col("parsed") & (pl.col("source") != "generic")).group_by("file", "source").len()
         tally: dict[str, Counter[str]] = {}

@@ -47,7 +47,7 @@ def _where(texts: pl.Series, mask: pl.Series, pattern: str) -> pl.Series:
 
 def _exceptions(texts: pl.Series) -> pl.Series:
     """The exception class of exception-shaped lines (else null)."""
-    out = pl.Series([None] * texts.len(), dtype=pl.Utf8)
+    out = pl.repeat(None, texts.len(), dtype=pl.Utf8, eager=True)
     rows = texts.str.contains(_EXCEPTION_WORDS).fill_null(False).arg_true()
     if rows.len():
         out = out.scatter(rows, texts.gather(rows).str.extract(EXCEPTION, 1))
@@ -100,7 +100,7 @@ class FileTracebacks:
             busy = frame.clear()
         if not self.whole_files:
             self._carry_plain(streams)
-        groups = pl.Series("tb_group", [None] * frame.height, dtype=pl.Int64)
+        groups = pl.repeat(None, frame.height, dtype=pl.Int64, eager=True).alias("tb_group")
         if busy.height:
             numbered = self._numbered(busy).select("_i", pl.when(pl.col("_belongs") & (pl.col("_nth") > 0)).then(
                 (pl.struct(pl.col("file"), pl.col("_proc").alias("process"),
