@@ -72,11 +72,10 @@ def warm(bundle: Path) -> tuple[int, int]:
 def library_literals() -> list[str]:
     """Every literal the library's prefilters look for (see the module doc)."""
     from k3forensics.library.loader import load_library
-    from k3forensics.library.prefilter import required
-
     found: set[str] = set()
-    for sig in load_library().signatures.values():
-        literals = required(sig.condition)
+    library = load_library()
+    for sig in library.signatures.values():
+        literals = library.literals(sig.id)
         if literals is not None:
             found |= literals.strings
     return sorted(found)

@@ -25,6 +25,7 @@ from k3forensics.library.model import (
     Signature,
     Status,
 )
+from k3forensics.library.prefilter import Literals, chosen_literals
 from k3forensics.library.yamlsafe import LINE_KEY, MARKS_KEY, load_yaml
 from k3forensics.resources import signatures_dir
 
@@ -45,9 +46,28 @@ class Library:
     notes: list[str] = field(default_factory=list)          # e.g. overrides
     problems: list[SignatureError] = field(default_factory=list)
     folders: list[Path] = field(default_factory=list)
+    _prefilters: dict[str, Literals | None] | None = field(default=None, repr=False, compare=False)
 
     def of_role(self, *roles: Role) -> list[Signature]:
         return [s for s in self.signatures.values() if s.role in roles and s.status != Status.DEPRECATED]
+
+    def literals(self, sig_id: str) -> Literals | None:
+        """The literals one of which every line the signature matches holds (its prefilter,
+        `prefilter.chosen_literals`), or None when it requires none."""
+        if self._prefilters is None:
+            self._prefilters = chosen_literals(self.signatures.values())
+        return self._prefilters[sig_id]
+
+    def literals_of(self, signatures: Iterable[Signature]) -> Literals | None:
+        """The literals of all these signatures together (None when one requires none: then no
+        line can be ruled out)."""
+        out = Literals()
+        for signature in signatures:
+            found = self.literals(signature.id)
+            if found is None:
+                return None
+            out = out | found
+        return out
 
     def raise_problems(self) -> None:
         if self.problems:

@@ -25,7 +25,7 @@ from k3forensics.library.compile import TEXT, Compiler, is_row_local, prepare, t
 from k3forensics.library.condition import Node, TracebackTest, WithinHit, walk
 from k3forensics.library.loader import Library
 from k3forensics.library.model import Role, Signature
-from k3forensics.library.prefilter import Literals, required
+from k3forensics.library.prefilter import Literals
 from k3forensics.text import strip_ansi
 
 HIT_SCHEMA = {"seq": pl.Int64, "signature": pl.Utf8, "captures": pl.Utf8}
@@ -189,7 +189,7 @@ class Matcher:
 
     def literals(self, sig_id: str) -> Literals | None:
         if sig_id not in self._literals:
-            self._literals[sig_id] = required(self.library.signatures[sig_id].condition)
+            self._literals[sig_id] = self.library.literals(sig_id)
         return self._literals[sig_id]
 
     def _candidates_pool(self, signatures: list[Signature]) -> pl.DataFrame | None:

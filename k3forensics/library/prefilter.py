@@ -10,6 +10,12 @@ nothing if one branch requires nothing; `traceback contains` requires the line t
 traceback group (a cheap column test, not text); `not`, field comparisons, milestones and
 windows require nothing.
 
+A condition often requires several things at once (`and`, a regex's fixed runs): each is
+sound alone (`options`). Length says little about how rare a string is (` HTTP/` is on every
+access-log line, `" 500` on its errors only), so a signature's prefilter
+is the option the library's example lines hold least often (`chosen_literals`), then the most
+selective by length.
+
 Soundness over selectivity: a prefilter may let through lines that do not match, never drop
 one that does. Case-insensitive regexes fold Unicode case (`k` also matches the Kelvin sign),
 while the literal search folds only ASCII case, so such literals keep only their runs of ASCII
@@ -26,6 +32,7 @@ from functools import lru_cache
 import polars as pl
 
 from k3forensics.library.condition import And, AnyOf, Node, Not, Or, TextTest, TracebackTest
+from k3forensics.library.model import Signature
 
 try:  # the parser behind `re`; Python 3.11 names it re._parser
     from re import _parser as sre_parse  # type: ignore[attr-defined]
@@ -97,28 +104,57 @@ class Literals:
         return pl.any_horizontal(parts).fill_null(False)
 
 
-def required_by_all(conditions: Iterable[Node]) -> Literals | None:
-    """The literals one of which every line any of these conditions matches holds (None when
-    one condition requires none: then no line can be ruled out)."""
-    out = Literals()
-    for condition in conditions:
-        found = required(condition)
-        if found is None:
-            return None
-        out = out | found
-    return out
-
-
 @lru_cache(maxsize=4096)  # conditions are frozen dataclasses: a library is analysed once
 def required(node: Node) -> Literals | None:
+    """The most selective of `options(node)` by length, or None when it has none."""
+    found = options(node)
+    return max(found, key=lambda r: r.strength) if found else None
+
+
+@lru_cache(maxsize=4096)
+def options(node: Node) -> tuple[Literals, ...]:
+    """Every requirement of the condition that is sound alone: the items of an `and`, the fixed
+    runs of a regex; one (or none) for the other nodes."""
+    match node:
+        case TextTest(op, value, "text") if op in ("matches", "imatches"):
+            return regex_options(value, ignore_case=op == "imatches")
+        case And(items):
+            return tuple(option for item in items for option in options(item))
+    found = _single(node)
+    return (found,) if found is not None else ()
+
+
+def chosen_literals(signatures: Iterable[Signature]) -> dict[str, Literals | None]:
+    """Each signature's prefilter: of its `options`, the one the library's example lines hold
+    least often, counted in powers of two (a line or two more is noise), then the most selective
+    by length. The examples are real lines of many kinds of logs, near misses included: a
+    string on every access-log line or in every traceback frame shows up in many of them."""
+    signatures = list(signatures)
+    lines = [example.line for s in signatures for example in (*s.matches, *s.no_match)]
+    lowered = [line.lower() for line in lines]
+
+    def magnitude(literals: Literals) -> int:
+        folded = [s.lower() for s in literals.folded]
+        held = sum(any(s in line for s in literals.exact) or any(s in low for s in folded)
+                   for line, low in zip(lines, lowered, strict=True))
+        return (held + 1).bit_length()
+
+    chosen: dict[str, Literals | None] = {}
+    for signature in signatures:
+        found = options(signature.condition)
+        if len(found) > 1:  # `max` keeps the first of equals, as `required` does
+            chosen[signature.id] = max(found, key=lambda r: (-magnitude(r), r.strength))
+        else:
+            chosen[signature.id] = found[0] if found else None
+    return chosen
+
+
+def _single(node: Node) -> Literals | None:
     match node:
         case TextTest(op, value, "text"):
             return _text_test(op, value)
         case AnyOf(values):
             return _usable(frozenset(values), folded=False)
-        case And(items):
-            found = [r for r in map(required, items) if r is not None]
-            return max(found, key=lambda r: r.strength) if found else None
         case Or(items):
             found = [required(i) for i in items]
             if not found or any(r is None for r in found):
@@ -159,26 +195,33 @@ def _foldable_runs(value: str) -> list[str]:
 
 
 def regex_literals(pattern: str, ignore_case: bool = False) -> Literals | None:
-    """The literals a regex cannot match without, or None."""
+    """The most selective by length of the literals a regex cannot match without, or None."""
+    found = regex_options(pattern, ignore_case)
+    return max(found, key=lambda r: r.strength) if found else None
+
+
+@lru_cache(maxsize=4096)
+def regex_options(pattern: str, ignore_case: bool = False) -> tuple[Literals, ...]:
+    """Each set of literals the regex cannot match without (one of the set must occur): one per
+    fixed run of its top-level sequence (`_pieces`), in pattern order."""
     try:
         parsed = sre_parse.parse(pattern)
     except (re.error, RecursionError, OverflowError, ValueError):
-        return None
+        return ()
     if parsed.state.flags & re.VERBOSE:  # whitespace and comments: leave to the regex
-        return None
+        return ()
     folded = ignore_case or bool(parsed.state.flags & re.IGNORECASE)
-    alternatives = _sequence(list(parsed))
-    if alternatives is None:
-        return None
-    if folded:
-        pieces = set()
-        for alt in alternatives:
-            runs = _foldable_runs(alt)
-            if not runs:
-                return None
-            pieces.add(runs[0])
-        alternatives = frozenset(pieces)
-    return _usable(alternatives, folded)
+    found = []
+    for alternatives in _candidates(list(parsed)):
+        if folded:
+            runs = [_foldable_runs(alt) for alt in alternatives]
+            if not all(runs):
+                continue
+            alternatives = frozenset(r[0] for r in runs)
+        usable = _usable(alternatives, folded)
+        if usable is not None:
+            found.append(usable)
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -187,16 +230,23 @@ class _Piece:
     exact: bool   # the item matches exactly one of `strings`; else it holds one of them
 
 
-def _sequence(items: list[tuple[object, object]]) -> frozenset[str] | None:
-    """The best requirement of a sequence of regex items (see `_pieces`)."""
-    piece = _pieces(items)
-    return piece.strings if piece is not None else None
+def _candidates(items: list[tuple[object, object]]) -> list[frozenset[str]]:
+    """Every requirement of a top-level sequence of regex items (see `_pieces`)."""
+    piece, found = _pieces_and_candidates(items)
+    if piece is not None and piece.exact:  # the whole pattern is a few exact strings
+        return [piece.strings]
+    return found
 
 
 def _pieces(items: list[tuple[object, object]]) -> _Piece | None:
     """What a sequence of regex items requires: runs of items that each match one of a few
     exact strings are multiplied out (`NCCL INFO (?:Bootstrap|Using network)` requires one of
     two strings, not just `NCCL INFO `); the most selective requirement wins."""
+    return _pieces_and_candidates(items)[0]
+
+
+def _pieces_and_candidates(items: list[tuple[object, object]]) -> tuple[_Piece | None, list[frozenset[str]]]:
+    """`_pieces`, with the usable requirements it chose from."""
     candidates: list[frozenset[str]] = []
     run: frozenset[str] | None = None   # the exact strings of the run of exact items so far
     all_exact = True
@@ -223,12 +273,12 @@ def _pieces(items: list[tuple[object, object]]) -> _Piece | None:
         if piece is not None:
             candidates.append(piece.strings)
     if all_exact:
-        return _Piece(run or frozenset([""]), exact=True)
+        return _Piece(run or frozenset([""]), exact=True), []
     flush()
     usable = [c for c in candidates if c and all(len(s) >= _MIN_LENGTH for s in c)]
     if not usable:
-        return None
-    return _Piece(max(usable, key=lambda c: (min(len(s) for s in c), -len(c))), exact=False)
+        return None, []
+    return _Piece(max(usable, key=lambda c: (min(len(s) for s in c), -len(c))), exact=False), usable
 
 
 def _item(op: object, arg: object) -> _Piece | None:

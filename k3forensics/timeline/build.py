@@ -31,7 +31,7 @@ from k3forensics.library.compile import is_row_local, uses_tracebacks
 from k3forensics.library.loader import Library
 from k3forensics.library.match import pass_one_safe
 from k3forensics.library.model import Role
-from k3forensics.library.prefilter import Literals, required_by_all
+from k3forensics.library.prefilter import Literals
 from k3forensics.sources.base import FACT_SCHEMA, SAMPLE_SCHEMA, UTC_US
 from k3forensics.timeline.digest import literal_lines
 from k3forensics.timeline.nodes import DEFAULT_NODE, hosts_named, node_of_paths
@@ -132,7 +132,7 @@ class TimelineBuild:
         # One scan of each batch for the literals of the milestones and of the sieve: their
         # matching then reads only the lines holding one (about a tenth of an NCCL-heavy log).
         milestones = library.of_role(Role.MILESTONE)
-        self._milestone_literals = (required_by_all(s.condition for s in milestones)
+        self._milestone_literals = (library.literals_of(milestones)
                                     if all(is_row_local(s.condition, tracebacks=True) for s in milestones) else None)
         sieved = self.sieve.literals if self.sieve is not None else None
         self._gate: Literals | None = None

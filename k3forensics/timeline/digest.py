@@ -22,7 +22,7 @@ from k3forensics.library.compile import is_row_local
 from k3forensics.library.loader import Library
 from k3forensics.library.match import Matcher, text_column
 from k3forensics.library.model import Role, Signature
-from k3forensics.library.prefilter import Literals, required
+from k3forensics.library.prefilter import Literals
 from k3forensics.sources.api_capture import NAME as API_CAPTURE
 from k3forensics.timeline.prefetch import prefetched
 
@@ -49,7 +49,7 @@ def kept_for_itself(timed: pl.Expr) -> pl.Expr:
 def digestible(library: Library, roles: tuple[Role, ...] = FINDINGS) -> bool:
     """Every signature of these roles that cannot be decided on a chunk requires a literal
     (see `Digest`); else no line could be dropped."""
-    return all(is_row_local(s.condition) or required(s.condition) is not None for s in library.of_role(*roles))
+    return all(is_row_local(s.condition) or library.literals(s.id) is not None for s in library.of_role(*roles))
 
 
 def fact_lines(facts: pl.DataFrame) -> pl.DataFrame:
@@ -82,7 +82,7 @@ class Digest:
         undecided = Literals()
         for sig in self.library.of_role(*self.undecided_roles):
             if not is_row_local(sig.condition):
-                undecided = undecided | (required(sig.condition) or Literals())
+                undecided = undecided | (self.library.literals(sig.id) or Literals())
         self._undecided = undecided
         self._milestones: dict[tuple[str, str], datetime | None] = {}  # (file, milestone) -> earliest ts_order kept
 

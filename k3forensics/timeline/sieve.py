@@ -29,8 +29,7 @@ import polars as pl
 from k3forensics.library.compile import is_row_local
 from k3forensics.library.loader import Library
 from k3forensics.library.match import NOT_YET
-from k3forensics.library.model import PHASES, Role, Signature
-from k3forensics.library.prefilter import Literals, required_by_all
+from k3forensics.library.model import PHASES, Role
 from k3forensics.sources.base import UTC_US
 from k3forensics.timeline.digest import (
     CONTEXT_LINES,
@@ -138,16 +137,16 @@ class Sieve:
         self.library = library
         findings = library.of_role(*FINDINGS)
         local = [s for s in findings if is_row_local(s.condition)]
-        # Failures decided now bring their neighbours: matched exactly (one literal of theirs,
-        # ` HTTP/`, is on every access-log line). Other row-local lines are kept by literal.
+        # Failures decided now bring their neighbours: matched exactly (a literal of theirs may
+        # be on many lines that are no failure). Other row-local lines are kept by literal.
         self._now = [s for s in local if s.role in _FAILURES and is_row_local(s.condition, NOT_YET)]
         later = [s for s in local if s not in self._now]
-        self._later = _literals_of(later)
-        self._near = _literals_of([s for s in findings if not is_row_local(s.condition)]
-                            + [s for s in later if s.role in _FAILURES])
+        self._later = library.literals_of(later)
+        self._near = library.literals_of([s for s in findings if not is_row_local(s.condition)]
+                                         + [s for s in later if s.role in _FAILURES])
         self.usable = self._later is not None and self._near is not None
         # What a line must hold for the sieve to read more of it than its stamp and level.
-        failures = _literals_of(self._now)
+        failures = library.literals_of(self._now)
         self.literals = (self._later | self._near | failures
                          if self._later is not None and self._near is not None and failures is not None else None)
         self._milestones: dict[str, MilestoneMemory] = {}  # per file, its chunks in order
@@ -187,7 +186,3 @@ def _scattered(found: pl.DataFrame, rows: pl.Series) -> pl.DataFrame:
     return pl.DataFrame([pl.repeat(False, rows.len(), eager=True).alias(name).scatter(where, found.get_column(name))
                          for name in found.columns])
 
-
-def _literals_of(signatures: list[Signature]) -> Literals | None:
-    """The literals of all these signatures (None when one requires none: no line can go)."""
-    return required_by_all(s.condition for s in signatures)

@@ -14,7 +14,7 @@ from k3forensics.library.examples import example_events
 from k3forensics.library.loader import Library, load_library
 from k3forensics.library.match import match_events
 from k3forensics.library.model import Role
-from k3forensics.library.prefilter import Literals, regex_literals, required
+from k3forensics.library.prefilter import Literals, options, regex_literals, regex_options, required
 from k3forensics.sources.base import lines_frame
 from k3forensics.timeline.ingest import build_timeline
 
@@ -58,15 +58,66 @@ def test_unicode_case_folding_is_not_assumed_away() -> None:
     assert req('icontains "ssss"') is None
 
 
-def test_every_positive_example_holds_its_literal(library: Library) -> None:
-    """Soundness on the shipped library: a line a signature matches holds its literal."""
+def test_options_are_each_required() -> None:
+    """`and` items and a regex's fixed runs are each an option; `required` keeps the longest."""
+    assert options(parse_condition('contains "ab" and contains "longer text"')) == (
+        Literals(exact=frozenset({"ab"})), Literals(exact=frozenset({"longer text"})))
+    access = r'"(?:POST|GET) /\S* HTTP/[\d.]+" 500\b'
+    assert regex_options(access) == (Literals(exact=frozenset({'"POST /', '"GET /'})),
+                                     Literals(exact=frozenset({" HTTP/"})), Literals(exact=frozenset({'" 500'})))
+    assert regex_literals(access) == Literals(exact=frozenset({" HTTP/"}))
+    # a case-folded run without a foldable piece is no option; the others still are
+    assert regex_options("(?i)ss+ fatal error") == (Literals(folded=frozenset({" fatal error"})),)
+    assert options(parse_condition('level == "ERROR" and not contains "x"')) == ()
+
+
+def test_every_positive_example_holds_every_option(library: Library) -> None:
+    """Soundness on the shipped library: a line a signature matches holds each of its options,
+    so whichever one is chosen."""
     for sig in library.signatures.values():
-        literals = required(sig.condition)
-        if literals is None or literals.in_traceback:
-            continue
-        for example in sig.matches:
-            frame = lines_frame([example.line]).with_columns(pl.lit(None, pl.Int64).alias("tb_group"))
-            assert frame.select(literals.mask(pl.col("text"))).item(), (sig.id, example.line)
+        assert library.literals(sig.id) in (*options(sig.condition), None), sig.id
+        for literals in options(sig.condition):
+            if literals.in_traceback:
+                continue
+            for example in sig.matches:
+                frame = lines_frame([example.line]).with_columns(pl.lit(None, pl.Int64).alias("tb_group"))
+                assert frame.select(literals.mask(pl.col("text"))).item(), (sig.id, example.line, literals)
+
+
+ACCESS = """
+signatures:
+  - id: t.http-500
+    title: error responses
+    category: engine_dead
+    role: secondary
+    match: matches "\\"(?:POST|GET) /\\S* HTTP/[\\d.]+\\" 500\\b" and contains "/v1/"
+    examples:
+      match: ['INFO:     10.0.0.9:51422 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error']
+      no_match: ['INFO:     10.0.0.9:51422 - "POST /v1/completions HTTP/1.1" 200 OK']
+  - id: t.serving
+    title: requests served
+    category: unknown
+    role: milestone
+    phase: serving
+    match: contains "HTTP/1.1\\" 200"
+    examples:
+      match:
+        - 'INFO:     10.0.0.9:51423 - "GET /v1/models HTTP/1.1" 200 OK'
+        - 'INFO:     10.0.0.9:51424 - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+        - 'INFO:     10.0.0.9:51425 - "GET /metrics HTTP/1.1" 200 OK'
+"""
+
+
+def test_the_prefilter_is_the_option_the_examples_hold_least(tmp_path: Path) -> None:
+    """The library's example lines tell how common a string is: ` HTTP/` and `/v1/` are on
+    every access line, `" 500` only on the errors (length alone picks ` HTTP/`)."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "t.yaml").write_text(ACCESS, encoding="utf-8")
+    library = load_library([tmp_path / "lib"])
+    library.raise_problems()
+    assert required(library.signatures["t.http-500"].condition) == Literals(exact=frozenset({" HTTP/"}))
+    assert library.literals("t.http-500") == Literals(exact=frozenset({'" 500'}))
+    assert library.literals_of(library.signatures.values()) == Literals(exact=frozenset({'" 500', 'HTTP/1.1" 200'}))
 
 
 @pytest.mark.parametrize("bundle", BUNDLES, ids=[b.parent.name for b in BUNDLES])
