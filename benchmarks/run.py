@@ -10,8 +10,9 @@ For one bundle it prints wall time and peak RSS of:
   * `rg -c -F -f PATTERNS BUNDLE` with the literal prefilters of the signature library (the
     strings `k3forensics/library/prefilter.py` derives): reading every byte and looking for
     the library's literals, the practical lower bound for any triage;
-  * optionally `k3forensics ingest` (the DuckDB timeline) and a triage of a small sample
-    bundle (start-up and import time included);
+  * optionally `k3forensics ingest` (the DuckDB timeline), a triage of a small sample bundle
+    (start-up and import time included), and `floor.py` (`--floor`): every line decoded into
+    polars and scanned once for the same literals, the least a triage in this stack does;
 and the ratio triage / rg and triage lines per second. Every file is read once before the
 timings, so both tools start from a warm page cache. Peak RSS is the child's own maximum
 resident set (wait4), in MiB.
@@ -123,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=16)
     parser.add_argument("--ingest", action="store_true", help="also time `k3forensics ingest` into a DuckDB file")
     parser.add_argument("--sample", type=Path, help="also time `k3forensics triage` on this small bundle")
+    parser.add_argument("--floor", action="store_true",
+                        help="also time floor.py: decoding every line into polars and one literal scan")
     parser.add_argument("--skip-triage", action="store_true",
                         help="do not run triage on the bundle (with --ingest: time the DuckDB build alone)")
     args = parser.parse_args(argv)
@@ -174,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
             results.append(measure("k3forensics ingest", [*k3f, "ingest", str(bundle), "--db", str(Path(tmp) / "b.duckdb")]))
     if args.sample:
         results.append(measure(f"triage {args.sample}", [*k3f, "triage", str(args.sample)]))
+    floor = measure("floor: decode + literal scan", [sys.executable, str(HERE / "floor.py"), str(bundle)]) \
+        if args.floor else None
+    if floor is not None:
+        results.append(floor)
 
     print(f"{'command':<44} {'wall s':>9} {'peak RSS MiB':>13} {'exit':>5}")
     for r in results:
@@ -182,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if rg_result is not None and rg_result.seconds > 0:
         print(f"ratio triage / rg: {triage.seconds / rg_result.seconds:.1f}x")
+        if floor is not None and floor.exit_code == 0:
+            print(f"ratio floor / rg: {floor.seconds / rg_result.seconds:.1f}x; triage / floor: "
+                  f"{triage.seconds / floor.seconds:.1f}x")
     if lines:
         print(f"lines: {lines:,}; triage: {lines / triage.seconds:,.0f} lines/s, {size / (1 << 20) / triage.seconds:,.1f} MiB/s")
     print(f"buried failure found: {check_failure(triage, args.folder / 'expected.json')}")

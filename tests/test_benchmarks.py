@@ -41,8 +41,24 @@ def test_a_small_generated_bundle_is_triaged_to_its_buried_failure(tmp_path: Pat
 
 def test_the_runner_reports_the_figures(tmp_path: Path) -> None:
     generate(tmp_path, 1 << 20, nodes=2, log=lambda _: None)
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), str(tmp_path)],
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), str(tmp_path), "--floor"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "k3forensics triage" in out.stdout and "buried failure found: yes" in out.stdout
     assert "ratio triage / rg" in out.stdout or "ripgrep (rg) NOT FOUND" in out.stdout
+    floor = next(line for line in out.stdout.splitlines() if line.startswith("floor: decode + literal scan"))
+    assert floor.split()[-1] == "0", floor  # its exit code
+
+
+def test_the_floor_counts_every_line_and_the_lines_holding_a_literal(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    (bundle / "node-0").mkdir(parents=True)
+    (bundle / "node-0" / "vllm.log").write_text(
+        "INFO 01-01 00:00:00 [a.py:1] nothing to see\n"
+        "k3-0:1:1 [0] NCCL WARN NET/IB : Got async event : port error\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n", encoding="utf-8")
+    (bundle / "node-0" / "plain.txt").write_text("a\nb\n", encoding="utf-8")
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "floor.py"), str(bundle)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "lines 5 holding a literal 2"
