@@ -95,6 +95,7 @@ def test_cmd(healthy: tuple[Path, ...], signature_dirs: tuple[Path, ...]) -> Non
 def explain_cmd(signature_id: str, signature_dirs: tuple[Path, ...]) -> None:
     """Show one signature: where it comes from, its condition, remediation and examples."""
     from k3forensics.errors import SignatureError
+    from k3forensics.library.prefilter import describe, options
 
     library = load_library(default_folders(list(signature_dirs)))
     sig = library.signatures.get(signature_id)
@@ -109,6 +110,9 @@ def explain_cmd(signature_id: str, signature_dirs: tuple[Path, ...]) -> None:
     out.print(safe("  match: " + " ".join(sig.match.split())))
     if sig.captures:
         out.print(safe("  captures: " + "; ".join(sig.captures)))
+    choices = len(options(sig.condition))
+    out.print(safe(f"  prefilter: {describe(library.literals(sig.id))}"
+                   + (f" (1 of {choices} options: the one fewest example lines of the library hold)" if choices > 1 else "")))
     if sig.caused_by or sig.causes:
         out.print(safe(f"  caused by: {', '.join(sig.caused_by) or '-'}; causes: {', '.join(sig.causes) or '-'}"))
     if sig.remediation:

@@ -25,7 +25,7 @@ from k3forensics.library.compile import TEXT, Compiler, is_row_local, prepare, t
 from k3forensics.library.condition import Node, TracebackTest, WithinHit, walk
 from k3forensics.library.loader import Library
 from k3forensics.library.model import Role, Signature
-from k3forensics.library.prefilter import Literals
+from k3forensics.library.prefilter import Literals, describe
 from k3forensics.text import strip_ansi
 
 HIT_SCHEMA = {"seq": pl.Int64, "signature": pl.Utf8, "captures": pl.Utf8}
@@ -245,7 +245,7 @@ class Matcher:
                 hit = found.get((sig_id,), empty)
                 self._rows[sig_id], self._found[sig_id] = hit.get_column("seq"), hit
                 cost = self.costs.setdefault(sig_id, SignatureCost(sig_id))
-                cost.candidates, cost.prefilter = frame.height, _describe(self.literals(sig_id))
+                cost.candidates, cost.prefilter = frame.height, describe(self.literals(sig_id))
 
     def _dense(self, ids: list[str]) -> list[str]:
         """The signatures worth evaluating over the whole pool: those holding a fair share of
@@ -281,7 +281,7 @@ class Matcher:
             cost.seconds += self.clock() - started
             cost.candidates = frame.height
             literals = self.literals(sig_id)
-            cost.prefilter = _describe(literals)
+            cost.prefilter = describe(literals)
         finally:
             self._stack.pop()
         self._rows[sig_id], self._found[sig_id] = rows, found
@@ -346,17 +346,6 @@ def _may_occur(literals: Literals, present: tuple[set[str], set[str]], grouped: 
     exact, folded = present
     return bool(literals.exact & exact or {f.lower() for f in literals.folded} & folded
                 or (literals.in_traceback and grouped))
-
-
-def _describe(literals: Literals | None) -> str:
-    if literals is None:
-        return "every line"
-    parts = [repr(s) for s in sorted(literals.exact)[:3]] + [f"i{s!r}" for s in sorted(literals.folded)[:3]]
-    more = len(literals.strings) - len(parts)
-    text = " | ".join(parts) + (f" | … {more} more" if more > 0 else "")
-    if literals.in_traceback:
-        text = (text + " | " if text else "") + "traceback lines"
-    return text
 
 
 def _with_captures(hits: pl.DataFrame, events: pl.DataFrame, signatures: list[Signature]) -> pl.DataFrame:

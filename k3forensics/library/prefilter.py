@@ -311,3 +311,15 @@ def _item(op: object, arg: object) -> _Piece | None:
             return None
         return _Piece(inner.strings, exact=inner.exact and low == high == 1)
     return None
+
+
+def describe(literals: Literals | None) -> str:
+    """A prefilter in a few words (the first strings of each kind)."""
+    if literals is None:
+        return "every line"
+    parts = [repr(s) for s in sorted(literals.exact)[:3]] + [f"i{s!r}" for s in sorted(literals.folded)[:3]]
+    more = len(literals.strings) - len(parts)
+    text = " | ".join(parts) + (f" | … {more} more" if more > 0 else "")
+    if literals.in_traceback:
+        text = (text + " | " if text else "") + "traceback lines"
+    return text

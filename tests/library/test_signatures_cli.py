@@ -38,6 +38,8 @@ def test_list_and_explain() -> None:
     assert code == 0 and "milestone.api-ready" in output and "oom." not in output
     code, output = run("signatures", "explain", "milestone.api-ready")
     assert code == 0 and "Application startup complete." in output and "milestones.yaml" in output
+    code, output = run("signatures", "explain", "vllm.http-500")  # the status, not ` HTTP/` on every access line
+    assert code == 0 and "prefilter: '\" 500' (1 of 3 options" in output
     code, output = run("signatures", "explain", "no.such-thing")
     assert code == 2 and "no signature 'no.such-thing'" in output
 
