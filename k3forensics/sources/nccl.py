@@ -7,7 +7,8 @@ import re
 import numpy as np
 import polars as pl
 
-from k3forensics.sources.logformat import LineFormat, as_captures, attrs_json, iso_datetime
+from k3forensics.sources.base import UTC_US
+from k3forensics.sources.logformat import LineFormat, as_captures, attrs_json, iso_datetime, plain_attrs_json
 
 NAME = "nccl"
 
@@ -29,15 +30,23 @@ _LEVELS = {"WARN": "WARNING", "INFO": "INFO", "ERROR": "ERROR", "TRACE": "DEBUG"
 def _build(g: pl.Expr) -> dict[str, pl.Expr]:
     # Some launchers put a CI timestamp in front of WARN lines.
     ts, quality = iso_datetime(g.struct.field("date"), g.struct.field("hms"), g.struct.field("frac"), g.struct.field("tz"))
+    return _build_usual(g) | {"ts": ts, "ts_quality": quality}
+
+
+def _build_usual(g: pl.Expr) -> dict[str, pl.Expr]:
+    """The fields of a line of USUAL_PATTERN, which has no CI timestamp (time and quality stay
+    as `iso_datetime` leaves them without a date: null and "missing")."""
     return {
-        "ts": ts,
-        "ts_quality": quality,
+        "ts": pl.lit(None, UTC_US),
+        "ts_quality": pl.lit("missing"),
         "level": g.struct.field("nlevel").replace_strict(_LEVELS, default=None, return_dtype=pl.Utf8),
         "message": g.struct.field("msg"),
         "rank": pl.concat_str([pl.lit("dev"), g.struct.field("dev")]),
-        "attrs": attrs_json(
+        # The pattern admits no quote, backslash or control character in the host or the
+        # source location; digits of any length match `\d+`: past Int64 they become null.
+        "attrs": plain_attrs_json(
+            ("host", "src"),
             host=g.struct.field("host"),
-            # digits of any length match `\d+`: a number past Int64 becomes null, not a crash
             pid=g.struct.field("npid").cast(pl.Int64, strict=False),
             tid=g.struct.field("tid").cast(pl.Int64, strict=False),
             dev=g.struct.field("dev").cast(pl.Int64, strict=False),
@@ -78,7 +87,7 @@ def _build_banner(g: pl.Expr) -> dict[str, pl.Expr]:
 
 
 FORMATS = [
-    LineFormat("nccl", NAME, NCCL_PATTERN, _build, prefilter="NCCL ", split=_split),
+    LineFormat("nccl", NAME, NCCL_PATTERN, _build, prefilter="NCCL ", split=_split, split_build=_build_usual),
     LineFormat("nccl_banner", NAME, BANNER_PATTERN, _build_banner, prefilter="NCCL version"),
 ]
 

@@ -13,7 +13,7 @@ from polars.testing import assert_frame_equal
 
 from k3forensics.sources import generic, kernel, nccl, pytorch, traceback, vllm
 from k3forensics.sources.base import ParseContext, lines_frame
-from k3forensics.sources.logformat import LineFormat
+from k3forensics.sources.logformat import LineFormat, attrs_json, plain_attrs_json
 from k3forensics.sources.logs import LOG_FORMATS, parse_log, parse_log_frame
 
 UTC = UTC
@@ -195,3 +195,20 @@ def test_formats_parse_alike_with_and_without_split() -> None:
     frame = lines_frame([*_EDGE_LINES, *_sample_lines()])
     plain = [dataclasses.replace(f, split=None) for f in LOG_FORMATS]
     assert_frame_equal(parse_log_frame(frame, LOG_FORMATS), parse_log_frame(frame, plain))
+
+
+def test_plain_attributes_are_what_json_encoding_gives() -> None:
+    """`plain_attrs_json` writes members as text: equal to `attrs_json` on what a pattern like
+    NCCL's admits (word characters of any script, dots, dashes, slashes; any integer; nulls)."""
+    texts = pl.Series([*_EDGE_LINES, *_sample_lines()])
+    groups = texts.str.extract_groups(nccl.NCCL_PATTERN).struct.unnest().filter(pl.col("dev").is_not_null())
+    assert groups.height > 100
+    extra = pl.DataFrame({"host": ["h\u00f6st", "\u7bc0\u70b9-1", "a_b.c", None], "npid": ["-3", None, "99999999999999999999", "0"],
+                          "tid": ["1", "2", None, None], "dev": [None, "7", "0", None], "srcf": ["x/y.cc:3", None, None, None]})
+    frame = pl.concat([groups.select(extra.columns), extra])
+    fields = {"host": pl.col("host"), "pid": pl.col("npid").cast(pl.Int64, strict=False),
+              "tid": pl.col("tid").cast(pl.Int64, strict=False), "dev": pl.col("dev").cast(pl.Int64, strict=False),
+              "src": pl.col("srcf")}
+    plain, encoded = frame.select(plain_attrs_json(("host", "src"), **fields).alias("a"), attrs_json(**fields).alias("b"))
+    assert plain.to_list() == encoded.to_list()
+    assert plain[-1] == '{"pid":0}' and pl.select(plain_attrs_json((), pid=pl.lit(None, pl.Int64))).item() is None
