@@ -130,23 +130,35 @@ def chosen_literals(signatures: Iterable[Signature]) -> dict[str, Literals | Non
     by length. The examples are real lines of many kinds of logs, near misses included: a
     string on every access-log line or in every traceback frame shows up in many of them."""
     signatures = list(signatures)
-    lines = [example.line for s in signatures for example in (*s.matches, *s.no_match)]
-    lowered = [line.lower() for line in lines]
+    found = {s.id: options(s.condition) for s in signatures}
+    choices = [option for option in found.values() if len(option) > 1]
+    lines = pl.Series([example.line for s in signatures for example in (*s.matches, *s.no_match)], dtype=pl.Utf8)
+    exact = _lines_holding(lines, {s for option in choices for r in option for s in r.exact}, folded=False)
+    folded = _lines_holding(lines, {s for option in choices for r in option for s in r.folded}, folded=True)
 
     def magnitude(literals: Literals) -> int:
-        folded = [s.lower() for s in literals.folded]
-        held = sum(any(s in line for s in literals.exact) or any(s in low for s in folded)
-                   for line, low in zip(lines, lowered, strict=True))
-        return (held + 1).bit_length()
+        held = set().union(*(exact[s] for s in literals.exact), *(folded[s.lower()] for s in literals.folded))
+        return (len(held) + 1).bit_length()
 
     chosen: dict[str, Literals | None] = {}
-    for signature in signatures:
-        found = options(signature.condition)
-        if len(found) > 1:  # `max` keeps the first of equals, as `required` does
-            chosen[signature.id] = max(found, key=lambda r: (-magnitude(r), r.strength))
+    for sig_id, option in found.items():
+        if len(option) > 1:  # `max` keeps the first of equals, as `required` does
+            chosen[sig_id] = max(option, key=lambda r: (-magnitude(r), r.strength))
         else:
-            chosen[signature.id] = found[0] if found else None
+            chosen[sig_id] = option[0] if option else None
     return chosen
+
+
+def _lines_holding(lines: pl.Series, strings: set[str], folded: bool) -> dict[str, set[int]]:
+    """Per string (in lower case when `folded`), the numbers of the lines holding it."""
+    out: dict[str, set[int]] = {(s.lower() if folded else s): set() for s in strings}
+    if not strings or lines.is_empty():
+        return out
+    hits = pl.DataFrame({"hit": lines.str.extract_many(sorted(strings), ascii_case_insensitive=folded,
+                                                        overlapping=True)}).with_row_index("line")
+    for line, hit in hits.explode("hit").drop_nulls().unique().iter_rows():
+        out[hit.lower() if folded else hit].add(line)
+    return out
 
 
 def _single(node: Node) -> Literals | None:
