@@ -54,9 +54,12 @@ class Library:
     def literals(self, sig_id: str) -> Literals | None:
         """The literals one of which every line the signature matches holds (its prefilter,
         `prefilter.chosen_literals`), or None when it requires none."""
+        return self.prefilters()[sig_id]
+
+    def prefilters(self) -> dict[str, Literals | None]:
         if self._prefilters is None:
             self._prefilters = chosen_literals(self.signatures.values())
-        return self._prefilters[sig_id]
+        return self._prefilters
 
     def literals_of(self, signatures: Iterable[Signature]) -> Literals | None:
         """The literals of all these signatures together (None when one requires none: then no
@@ -94,6 +97,7 @@ def load_library(folders: list[Path] | None = None) -> Library:
     if isinstance(cached, Library):
         return cached
     library = _parse_library(folders, found)
+    library.prefilters()  # cached with the rest: a later run skips the conditions' analysis
     cache.store(key, library)
     return library
 
