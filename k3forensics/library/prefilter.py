@@ -12,9 +12,9 @@ windows require nothing.
 
 A condition often requires several things at once (`and`, a regex's fixed runs): each is
 sound alone (`options`). Length says little about how rare a string is (` HTTP/` is on every
-access-log line, `" 500` on its errors only), so a signature's prefilter
-is the option the library's example lines hold least often (`chosen_literals`), then the most
-selective by length.
+access-log line, `" 500` on its errors only), so a signature's prefilter is the option the
+library's example lines hold least often (`chosen_literals`), then the most selective by
+length.
 
 Soundness over selectivity: a prefilter may let through lines that do not match, never drop
 one that does. Case-insensitive regexes fold Unicode case (`k` also matches the Kelvin sign),
@@ -136,14 +136,15 @@ def chosen_literals(signatures: Iterable[Signature]) -> dict[str, Literals | Non
     exact = _lines_holding(lines, {s for option in choices for r in option for s in r.exact}, folded=False)
     folded = _lines_holding(lines, {s for option in choices for r in option for s in r.folded}, folded=True)
 
-    def magnitude(literals: Literals) -> int:
+    def rank(literals: Literals) -> tuple[bool, int, tuple[int, int]]:
+        """Text before the traceback test alone (as `Literals.strength` has it), then rarity."""
         held = set().union(*(exact[s] for s in literals.exact), *(folded[s.lower()] for s in literals.folded))
-        return (len(held) + 1).bit_length()
+        return bool(literals.strings), -(len(held) + 1).bit_length(), literals.strength
 
     chosen: dict[str, Literals | None] = {}
     for sig_id, option in found.items():
         if len(option) > 1:  # `max` keeps the first of equals, as `required` does
-            chosen[sig_id] = max(option, key=lambda r: (-magnitude(r), r.strength))
+            chosen[sig_id] = max(option, key=rank)
         else:
             chosen[sig_id] = option[0] if option else None
     return chosen

@@ -94,6 +94,14 @@ signatures:
     examples:
       match: ['INFO:     10.0.0.9:51422 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error']
       no_match: ['INFO:     10.0.0.9:51422 - "POST /v1/completions HTTP/1.1" 200 OK']
+  - id: t.frames
+    title: an error inside the loader
+    category: model_load_error
+    role: primary
+    match: contains "Error" and traceback contains "load_model"
+    examples:
+      match: ['ValueError: bad shape']
+      no_match: ['Error: not in a traceback', 'another Error']
   - id: t.serving
     title: requests served
     category: unknown
@@ -117,7 +125,10 @@ def test_the_prefilter_is_the_option_the_examples_hold_least(tmp_path: Path) -> 
     library.raise_problems()
     assert required(library.signatures["t.http-500"].condition) == Literals(exact=frozenset({" HTTP/"}))
     assert library.literals("t.http-500") == Literals(exact=frozenset({'" 500'}))
-    assert library.literals_of(library.signatures.values()) == Literals(exact=frozenset({'" 500', 'HTTP/1.1" 200'}))
+    assert library.literals_of([library.signatures[i] for i in ("t.http-500", "t.serving")]) == \
+        Literals(exact=frozenset({'" 500', 'HTTP/1.1" 200'}))
+    # Text before the traceback test alone, however common the text.
+    assert library.literals("t.frames") == Literals(exact=frozenset({"Error"}))
 
 
 @pytest.mark.parametrize("bundle", BUNDLES, ids=[b.parent.name for b in BUNDLES])
