@@ -215,14 +215,13 @@ def _build_fields(texts: pl.Series | None, fmt: LineFormat | None, rows: np.ndar
     exprs: list[pl.Expr] = []
     fields: dict[str, pl.Expr] = {}
     frame = pl.DataFrame({"_row": pl.Series(rows, dtype=pl.Int64)})
-    build = fmt.split_build if fmt is not None and groups is not None and fmt.split_build is not None \
-        else fmt.build if fmt is not None else None
-    if fmt is not None and groups is None and texts is not None:
-        groups = _captures(texts, fmt.pattern)
-    if fmt is not None and groups is not None:
+    if fmt is not None:
+        build = (fmt.split_build or fmt.build) if groups is not None else fmt.build  # groups given: cut by `split`
+        if groups is None:
+            assert texts is not None, "a format's rows come with their texts or their groups"
+            groups = _captures(texts, fmt.pattern)
         # Captured once; the builders read fields of this struct column.
         frame = frame.with_columns(groups.alias("_g"))
-        assert build is not None
         fields = {"source": pl.lit(fmt.source)} | build(pl.col("_g"))
     for name in FIELDS:
         dtype = UTC_US if name == "ts" else pl.Utf8
