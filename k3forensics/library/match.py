@@ -271,15 +271,22 @@ class Matcher:
             others = {n.signature: self.condition_rows(n.signature) for n in walk(condition)
                       if isinstance(n, WithinHit)}
             started = self.clock()
-            frame = self._frame_for(sig_id, others)
-            if frame.height:
-                found = frame.filter(PrefilterCompiler(self).compile(condition).fill_null(False)).select("seq", "source")
-            else:  # no line holds the literals: nothing to evaluate
-                found = frame.select("seq", "source")
+            if self._pool is not None and self.literals(sig_id) is not None and not others \
+                    and (self._masks is None or sig_id not in self._masks.columns):
+                found = self._pool.select("seq", "source").clear()  # no line holds its literals
+                candidates = 0
+            else:
+                expr = PrefilterCompiler(self).compile(condition).fill_null(False)
+                # Only the columns the condition reads travel with its candidate lines (one
+                # signature may have most of a large pool: every access line is a served request).
+                read = set(expr.meta.root_names()) - {_hit_column(other) for other in others} - {"seq", "source"}
+                frame = self._frame_for(sig_id, others, ["seq", "source", *sorted(read)])
+                found = frame.filter(expr).select("seq", "source") if frame.height else frame.select("seq", "source")
+                candidates = frame.height
             rows = found.get_column("seq")
             cost = self.costs.setdefault(sig_id, SignatureCost(sig_id))
             cost.seconds += self.clock() - started
-            cost.candidates = frame.height
+            cost.candidates = candidates
             literals = self.literals(sig_id)
             cost.prefilter = describe(literals)
         finally:
@@ -287,23 +294,25 @@ class Matcher:
         self._rows[sig_id], self._found[sig_id] = rows, found
         return rows
 
-    def _frame_for(self, sig_id: str, others: dict[str, pl.Series]) -> pl.DataFrame:
-        """The candidate lines of one signature, with the hits of the signatures it refers to."""
+    def _frame_for(self, sig_id: str, others: dict[str, pl.Series], columns: list[str]) -> pl.DataFrame:
+        """These columns of the candidate lines of one signature, with the hits of the
+        signatures it refers to."""
         literals = self.literals(sig_id)
         if literals is None:
-            frame = self.frame
+            frame = self.frame.select(columns)
         elif self._pool is not None:
             if self._masks is None or sig_id not in self._masks.columns:
-                frame = self._pool.clear()
+                frame = self._pool.select(columns).clear()
             else:
-                frame = self._pool.gather(self._masks.get_column(sig_id).arg_true())
+                frame = self._pool.select(columns).gather(self._masks.get_column(sig_id).arg_true())
         else:
-            frame = _where(self._pool if self._pool is not None else self.frame, literals.mask(pl.col(TEXT)))
+            frame = _where(self.frame, literals.mask(pl.col(TEXT)), columns)
         if not others:
             return frame
         hit_seqs = pl.concat(list(others.values())).unique()
         if literals is not None:
-            extra = _where(self.frame, pl.col("seq").is_in(hit_seqs.implode()) & ~pl.col("seq").is_in(frame.get_column("seq").implode()))
+            extra = _where(self.frame, pl.col("seq").is_in(hit_seqs.implode())
+                           & ~pl.col("seq").is_in(frame.get_column("seq").implode()), columns)
             frame = pl.concat([frame, extra])
         return frame.with_columns(pl.col("seq").is_in(rows.implode()).alias(_hit_column(other)) for other, rows in others.items())
 
@@ -324,10 +333,12 @@ class Matcher:
         return self._firsts[phase]
 
 
-def _where(frame: pl.DataFrame, predicate: pl.Expr) -> pl.DataFrame:
-    """`frame.filter(predicate)` through a computed mask: filtering a large frame by an
-    expression holds a transient copy of its columns (measured: most of the frame again)."""
-    return frame.filter(frame.select(predicate.fill_null(False)).to_series())
+def _where(frame: pl.DataFrame, predicate: pl.Expr, columns: list[str] | None = None) -> pl.DataFrame:
+    """`frame.filter(predicate)` (of these columns only, when given) through a computed mask:
+    filtering a large frame by an expression holds a transient copy of its columns (measured:
+    most of the frame again)."""
+    mask = frame.select(predicate.fill_null(False)).to_series()
+    return (frame if columns is None else frame.select(columns)).filter(mask)
 
 
 def _present(text: pl.Series, union: Literals) -> tuple[set[str], set[str]]:
