@@ -153,7 +153,7 @@ class Matcher:
         self.frame = _with_needed(self.events).with_columns(text_column(self.events.get_column("line")))
         self._literals: dict[str, Literals | None] = {}
         self._pool: pl.DataFrame | None = None
-        self._masks: pl.DataFrame | None = None   # per signature: the pool line holds its literals
+        self._candidates: dict[str, pl.Series] = {}  # per signature: the pool rows holding its literals
         self._traceback_lines: pl.DataFrame | None = None
         self._rows: dict[str, pl.Series] = {}
         self._found: dict[str, pl.DataFrame] = {}  # seq, source of the lines where a condition holds
@@ -193,22 +193,19 @@ class Matcher:
         return self._literals[sig_id]
 
     def _candidates_pool(self, signatures: list[Signature]) -> pl.DataFrame | None:
-        """The lines any needed signature could match, found in one pass for all of them, with
-        one column per signature saying whether the line holds that signature's literals.
-        None when some signature requires no literal (then it runs over every line)."""
+        """The lines any needed signature could match, found in one pass for all of them, and
+        per signature the pool rows holding its literals (`_candidates`). None when some
+        signature requires no literal (then it runs over every line)."""
         needed = self._closure([s.id for s in signatures])
-        found = {i: self.literals(i) for i in needed}
-        if any(r is None for r in found.values()):
-            return None
+        found: dict[str, Literals] = {}
         union = Literals()
-        for r in found.values():
-            union = union | r  # type: ignore[operator]
+        for sig_id in needed:
+            literals = self.literals(sig_id)
+            if literals is None:
+                return None
+            found[sig_id], union = literals, union | literals
         pool = _where(self.frame, union.loose_mask(pl.col(TEXT)))
-        present = _present(pool.get_column(TEXT), union) if pool.height else (set(), set())
-        grouped = pool.select(pl.col("tb_group").is_not_null().any()).item() if pool.height else False
-        # Signatures none of whose literals occur in the pool have no candidates: no mask for them.
-        live = {i: r for i, r in found.items() if r is not None and _may_occur(r, present, grouped)}
-        self._masks = pool.select(r.mask(pl.col(TEXT)).alias(i) for i, r in live.items()) if live else None
+        self._candidates = _candidate_rows(pool, found) if pool.height else {}
         return pool
 
     def _closure(self, ids: list[str]) -> list[str]:
@@ -250,13 +247,12 @@ class Matcher:
     def _dense(self, ids: list[str]) -> list[str]:
         """The signatures worth evaluating over the whole pool: those holding a fair share of
         it. One whose candidates are few of many pool lines (every access log line is a pool
-        line when some signature needs ` HTTP/`) is cheaper on its own candidates."""
-        if self._pool is None or self._masks is None or not self._pool.height:
+        line when the served-request milestone is matched) is cheaper on its own candidates."""
+        if self._pool is None or not self._candidates:
             return []
         if self._pool.height <= SMALL_POOL:  # few lines: one call beats one per signature
             return ids
-        counts = self._masks.sum().row(0, named=True)
-        return [i for i in ids if counts.get(i, 0) * DENSE_SHARE >= self._pool.height]
+        return [i for i in ids if i in self._candidates and self._candidates[i].len() * DENSE_SHARE >= self._pool.height]
 
     def condition_rows(self, sig_id: str) -> pl.Series:
         """The seq of every line where the signature's condition holds (its `sources` aside)."""
@@ -272,7 +268,7 @@ class Matcher:
                       if isinstance(n, WithinHit)}
             started = self.clock()
             if self._pool is not None and self.literals(sig_id) is not None and not others \
-                    and (self._masks is None or sig_id not in self._masks.columns):
+                    and sig_id not in self._candidates:
                 found = self._pool.select("seq", "source").clear()  # no line holds its literals
                 candidates = 0
             else:
@@ -301,10 +297,10 @@ class Matcher:
         if literals is None:
             frame = self.frame.select(columns)
         elif self._pool is not None:
-            if self._masks is None or sig_id not in self._masks.columns:
+            if sig_id not in self._candidates:
                 frame = self._pool.select(columns).clear()
             else:
-                frame = self._pool.select(columns).gather(self._masks.get_column(sig_id).arg_true())
+                frame = self._pool.select(columns).gather(self._candidates[sig_id])
         else:
             frame = _where(self.frame, literals.mask(pl.col(TEXT)), columns)
         if not others:
@@ -341,22 +337,36 @@ def _where(frame: pl.DataFrame, predicate: pl.Expr, columns: list[str] | None = 
     return (frame if columns is None else frame.select(columns)).filter(mask)
 
 
-def _present(text: pl.Series, union: Literals) -> tuple[set[str], set[str]]:
-    """Which of the literals occur in these lines at all (the folded ones in lower case)."""
-    exact: set[str] = set()
-    folded: set[str] = set()
-    if union.exact:
-        exact = set(text.str.extract_many(sorted(union.exact), overlapping=True).explode().drop_nulls().unique())
-    if union.folded:
-        found = text.str.extract_many(sorted(union.folded), ascii_case_insensitive=True, overlapping=True)
-        folded = set(found.explode().drop_nulls().str.to_lowercase().unique())
-    return exact, folded
-
-
-def _may_occur(literals: Literals, present: tuple[set[str], set[str]], grouped: bool) -> bool:
-    exact, folded = present
-    return bool(literals.exact & exact or {f.lower() for f in literals.folded} & folded
-                or (literals.in_traceback and grouped))
+def _candidate_rows(pool: pl.DataFrame, literals: dict[str, Literals]) -> dict[str, pl.Series]:
+    """Per signature, the rows of the pool holding one of its literals (or in a traceback group,
+    when that is one of them), in order; signatures without any are left out. One
+    Aho-Corasick pass finds every literal at once (`Literals.mask` per signature costs a pass
+    each): all matches, overlapping ones too, so each row's set of literals is complete."""
+    text = pool.get_column(TEXT)
+    pairs: list[pl.DataFrame] = []
+    for folded in (False, True):
+        owners: dict[str, list[str]] = {}  # literal (in lower case when folded) -> signatures
+        for sig_id, found in literals.items():
+            for s in found.folded if folded else found.exact:
+                owners.setdefault(s.lower() if folded else s, []).append(sig_id)
+        if not owners:
+            continue
+        strings = sorted({s for found in literals.values() for s in (found.folded if folded else found.exact)})
+        held = (pl.DataFrame({"_lit": text.str.extract_many(strings, ascii_case_insensitive=folded, overlapping=True)})
+                .with_row_index("_row").explode("_lit").drop_nulls())
+        if folded:  # the line's own case: folded literals are ASCII (prefilter.py)
+            held = held.with_columns(pl.col("_lit").str.to_lowercase())
+        table = pl.DataFrame({"_lit": list(owners), "_sig": list(owners.values())}).explode("_sig")
+        pairs.append(held.join(table, on="_lit").select("_row", "_sig"))
+    traced = [sig_id for sig_id, found in literals.items() if found.in_traceback]
+    if traced:
+        rows = pool.get_column("tb_group").is_not_null().arg_true().cast(pl.UInt32).alias("_row")
+        pairs.append(rows.to_frame().join(pl.DataFrame({"_sig": traced}), how="cross"))
+    if not pairs:
+        return {}
+    found_rows = pl.concat(pairs).unique().sort("_row")
+    return {sig_id: part.get_column("_row")
+            for (sig_id,), part in found_rows.partition_by("_sig", as_dict=True, include_key=False).items()}
 
 
 def _with_captures(hits: pl.DataFrame, events: pl.DataFrame, signatures: list[Signature]) -> pl.DataFrame:

@@ -12,7 +12,7 @@ from polars.testing import assert_frame_equal
 from k3forensics.library.condition import parse_condition
 from k3forensics.library.examples import example_events
 from k3forensics.library.loader import Library, load_library
-from k3forensics.library.match import match_events
+from k3forensics.library.match import Matcher, match_events
 from k3forensics.library.model import Role
 from k3forensics.library.prefilter import Literals, options, regex_literals, regex_options, required
 from k3forensics.sources.base import lines_frame
@@ -137,6 +137,10 @@ def test_prefiltered_hits_equal_unfiltered_hits(bundle: Path, library: Library) 
     for roles in (None, tuple(Role)):
         assert_frame_equal(match_events(events, library, roles, prefilter=True),
                            match_events(events, library, roles, prefilter=False))
+    # Each signature over its own candidate lines, as on a large pool (the samples' pools are
+    # small enough to be evaluated whole).
+    one_by_one = Matcher(events, library, batch_rows=0).hits(library.of_role(*Role)).sort("seq", "signature")
+    assert_frame_equal(one_by_one, match_events(events, library, tuple(Role), prefilter=False).drop("captures"))
 
 
 def test_prefiltered_hits_equal_unfiltered_hits_on_the_examples(library: Library) -> None:
