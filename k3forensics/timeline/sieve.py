@@ -105,8 +105,13 @@ class MilestoneMemory:
         own = pl.col("milestone").is_not_null() & pl.col("tb_group").is_null()
         rank = pl.when(own).then(pl.col("milestone").replace_strict(_RANK, default=None, return_dtype=pl.Int32))
         reset = pl.col("tb_group").is_not_null() | (own & (pl.col("milestone") == PHASES[0]))
-        frame = events.select(own.alias("_own"), rank.alias("_rank"), reset.cum_sum().alias("_run"),
-                              *_STAMP_KEY, "_ff_ts").with_row_index("_i")
+        # Only milestone and traceback lines move the phase reached or start a run: the others
+        # (most lines) are left out before the window functions.
+        frame = (events.select("tb_group", *_STAMP_KEY, "_ff_ts").with_row_index("_i")  # the key holds `milestone`
+                 .filter(pl.col("milestone").is_not_null() | pl.col("tb_group").is_not_null())
+                 .select("_i", own.alias("_own"), rank.alias("_rank"), reset.cum_sum().alias("_run"), *_STAMP_KEY, "_ff_ts"))
+        if frame.height == 0:  # the run open at the end of the last chunk goes on, unchanged
+            return pl.repeat(False, events.height, eager=True)
         reached = pl.col("_rank").cum_max().forward_fill().shift(1).over("_run")
         if self.reached is not None:  # the run open at the end of the last chunk goes on
             reached = pl.when(pl.col("_run") == 0).then(pl.max_horizontal(reached, pl.lit(self.reached))).otherwise(reached)
