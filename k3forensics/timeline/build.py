@@ -62,9 +62,11 @@ from k3forensics.timeline.tracebacks import FileTracebacks
 
 Progress = Callable[[str, int, int], None]  # (file, files done, files total)
 # Chunks wait for milestone matching (and the sieve's) until this many lines are read: a
-# matching pass costs about as much on a few lines as on many (measured at 1 GiB: 200,000 →
-# 400,000 took 37.0 s to 34.3 s, for about 50 MiB more at the peak).
-MILESTONE_BATCH_ROWS = 400_000
+# matching pass has a fixed cost, ~20 ms a call now that the prefilters pick rare strings and
+# the candidates come from one Aho-Corasick pass (at 100-150 ms, 400,000 lines paid off).
+# Measured at 1 GiB, three runs each: 400,000 took 33.4-39.3 s at a 1,388-1,430 MiB peak,
+# 200,000 32.9-34.2 s at 1,305-1,384 MiB.
+MILESTONE_BATCH_ROWS = 200_000
 # Large files parsed at once, each at most a chunk ahead (memory: a few chunks). Three on two
 # cores: a worker running Python between polars calls holds the GIL, and a third keeps both
 # cores busy (measured at 1 GiB: 46.6 s with two, 40.0 s with three, 42.0 s with four).
