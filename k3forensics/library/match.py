@@ -25,7 +25,7 @@ from k3forensics.library.compile import TEXT, Compiler, is_row_local, prepare, t
 from k3forensics.library.condition import Node, TracebackTest, WithinHit, walk
 from k3forensics.library.loader import Library
 from k3forensics.library.model import Role, Signature
-from k3forensics.library.prefilter import Literals, describe
+from k3forensics.library.prefilter import Literals, describe, literal_hits
 from k3forensics.text import strip_ansi
 
 HIT_SCHEMA = {"seq": pl.Int64, "signature": pl.Utf8, "captures": pl.Utf8}
@@ -151,7 +151,6 @@ class Matcher:
 
     def __post_init__(self) -> None:
         self.frame = _with_needed(self.events).with_columns(text_column(self.events.get_column("line")))
-        self._literals: dict[str, Literals | None] = {}
         self._pool: pl.DataFrame | None = None
         self._candidates: dict[str, pl.Series] = {}  # per signature: the pool rows holding its literals
         self._traceback_lines: pl.DataFrame | None = None
@@ -188,9 +187,7 @@ class Matcher:
     # -- candidates ------------------------------------------------------------------------------
 
     def literals(self, sig_id: str) -> Literals | None:
-        if sig_id not in self._literals:
-            self._literals[sig_id] = self.library.literals(sig_id)
-        return self._literals[sig_id]
+        return self.library.literals(sig_id)
 
     def _candidates_pool(self, signatures: list[Signature]) -> pl.DataFrame | None:
         """The lines any needed signature could match, found in one pass for all of them, and
@@ -283,8 +280,7 @@ class Matcher:
             cost = self.costs.setdefault(sig_id, SignatureCost(sig_id))
             cost.seconds += self.clock() - started
             cost.candidates = candidates
-            literals = self.literals(sig_id)
-            cost.prefilter = describe(literals)
+            cost.prefilter = describe(self.literals(sig_id))
         finally:
             self._stack.pop()
         self._rows[sig_id], self._found[sig_id] = rows, found
@@ -339,9 +335,8 @@ def _where(frame: pl.DataFrame, predicate: pl.Expr, columns: list[str] | None = 
 
 def _candidate_rows(pool: pl.DataFrame, literals: dict[str, Literals]) -> dict[str, pl.Series]:
     """Per signature, the rows of the pool holding one of its literals (or in a traceback group,
-    when that is one of them), in order; signatures without any are left out. One
-    Aho-Corasick pass finds every literal at once (`Literals.mask` per signature costs a pass
-    each): all matches, overlapping ones too, so each row's set of literals is complete."""
+    when that is one of them), in order; signatures without any are left out. One pass finds
+    every literal at once (`Literals.mask` per signature costs a pass each)."""
     text = pool.get_column(TEXT)
     pairs: list[pl.DataFrame] = []
     for folded in (False, True):
@@ -349,15 +344,9 @@ def _candidate_rows(pool: pl.DataFrame, literals: dict[str, Literals]) -> dict[s
         for sig_id, found in literals.items():
             for s in found.folded if folded else found.exact:
                 owners.setdefault(s.lower() if folded else s, []).append(sig_id)
-        if not owners:
-            continue
-        strings = sorted({s for found in literals.values() for s in (found.folded if folded else found.exact)})
-        held = (pl.DataFrame({"_lit": text.str.extract_many(strings, ascii_case_insensitive=folded, overlapping=True)})
-                .with_row_index("_row").explode("_lit").drop_nulls())
-        if folded:  # the line's own case: folded literals are ASCII (prefilter.py)
-            held = held.with_columns(pl.col("_lit").str.to_lowercase())
-        table = pl.DataFrame({"_lit": list(owners), "_sig": list(owners.values())}).explode("_sig")
-        pairs.append(held.join(table, on="_lit").select("_row", "_sig"))
+        if owners:
+            table = pl.DataFrame({"_lit": list(owners), "_sig": list(owners.values())}).explode("_sig")
+            pairs.append(literal_hits(text, owners, folded).join(table, on="_lit").select("_row", "_sig"))
     traced = [sig_id for sig_id, found in literals.items() if found.in_traceback]
     if traced:
         rows = pool.get_column("tb_group").is_not_null().arg_true().cast(pl.UInt32).alias("_row")

@@ -153,13 +153,24 @@ def chosen_literals(signatures: Iterable[Signature]) -> dict[str, Literals | Non
 def _lines_holding(lines: pl.Series, strings: set[str], folded: bool) -> dict[str, set[int]]:
     """Per string (in lower case when `folded`), the numbers of the lines holding it."""
     out: dict[str, set[int]] = {(s.lower() if folded else s): set() for s in strings}
-    if not strings or lines.is_empty():
-        return out
-    hits = pl.DataFrame({"hit": lines.str.extract_many(sorted(strings), ascii_case_insensitive=folded,
-                                                        overlapping=True)}).with_row_index("line")
-    for line, hit in hits.explode("hit").drop_nulls().unique().iter_rows():
-        out[hit.lower() if folded else hit].add(line)
+    for line, found in literal_hits(lines, strings, folded).iter_rows():
+        out[found].add(line)
     return out
+
+
+def literal_hits(lines: pl.Series, strings: Iterable[str], folded: bool) -> pl.DataFrame:
+    """(`_row`, `_lit`) for every line holding one of these strings, once per string held (in
+    lower case when `folded`: matched ignoring ASCII case, which is all folded literals have).
+    One Aho-Corasick pass for all of them; every match is reported, overlapping ones too, so
+    each line's set of strings is complete."""
+    strings = sorted(strings)
+    if not strings or lines.is_empty():
+        return pl.DataFrame(schema={"_row": pl.UInt32, "_lit": pl.Utf8})
+    found = (pl.DataFrame({"_lit": lines.str.extract_many(strings, ascii_case_insensitive=folded, overlapping=True)})
+             .with_row_index("_row").explode("_lit").drop_nulls())
+    if folded:
+        found = found.with_columns(pl.col("_lit").str.to_lowercase())
+    return found.unique(maintain_order=True)
 
 
 def _single(node: Node) -> Literals | None:

@@ -112,8 +112,7 @@ def attrs_json(**fields: pl.Expr) -> pl.Expr:
         pl.when(expr.is_not_null()).then(pl.struct(expr.alias(name)).struct.json_encode().str.head(-1).str.tail(-1))
         for name, expr in fields.items()
     ]
-    joined = pl.concat_str(members, separator=",", ignore_nulls=True)
-    return pl.when(joined == "").then(None).otherwise(pl.concat_str([pl.lit("{"), joined, pl.lit("}")]))
+    return _json_object(members)
 
 
 def plain_attrs_json(quoted: Collection[str], **fields: pl.Expr) -> pl.Expr:
@@ -125,6 +124,11 @@ def plain_attrs_json(quoted: Collection[str], **fields: pl.Expr) -> pl.Expr:
         else pl.concat_str([pl.lit(f'"{name}":'), expr.cast(pl.Int64).cast(pl.Utf8)])
         for name, expr in fields.items()
     ]
+    return _json_object(members)
+
+
+def _json_object(members: list[pl.Expr]) -> pl.Expr:
+    """`{…}` of the non-null `"name":value` members, null when all are null."""
     joined = pl.concat_str(members, separator=",", ignore_nulls=True)
     return pl.when(joined == "").then(None).otherwise(pl.concat_str([pl.lit("{"), joined, pl.lit("}")]))
 

@@ -260,11 +260,10 @@ class TimelineBuild:
         offset = 0
         failures: pl.Series | None = None  # of the rest of the batch, once a part is sieved
         for events, before, owner, sievable in self._pending:
-            part = matched.slice(offset, events.height)
-            offset += events.height
+            start, offset = offset, offset + events.height
+            part = matched.slice(start, events.height)
             self._note_milestones(part, before, owner)
             if sievable and self.sieve is not None and self.spool.on_disk and isinstance(owner, FileState):
-                start = offset - events.height
                 if failures is None:
                     rest = matched.slice(start)
                     failures = self.sieve.failures(rest if sieve_gate is None else rest.filter(sieve_gate.slice(start)))

@@ -181,8 +181,8 @@ def hits_of(events: pl.DataFrame, library: Library, signatures: list[Signature])
 def digested(keeper: Digest, chunks: Iterator[pl.DataFrame], batch_rows: int | None = None) -> pl.DataFrame | None:
     """`joined` kept lines of every chunk, each batch of chunks marked in a worker thread while
     the previous one is kept (marking is most of a digest's work). Chunks sieved in pass 1 are
-    small, and matching costs about the same on a hundred lines as on thousands (each call
-    builds and compiles every signature's expression): they are marked `batch_rows` at a time."""
+    small, and each matching call has a fixed cost (compiling the expressions of the signatures
+    with candidates): they are marked `batch_rows` at a time."""
     batches = _batched(chunks, MARK_BATCH_ROWS if batch_rows is None else batch_rows)
     return joined([keeper.keep(batch) for batch in prefetched(keeper.marked(batch) for batch in batches)])
 
