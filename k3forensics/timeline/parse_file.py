@@ -21,7 +21,7 @@ from k3forensics.sources import container, detect_document, detect_log
 from k3forensics.sources.base import FACT_SCHEMA, SAMPLE_SCHEMA, UTC_US, ParseContext, ParseResult
 from k3forensics.sources.logs import LOG_FORMATS, parse_log_frame
 from k3forensics.text import stripped
-from k3forensics.timeline.tracebacks import FileTracebacks
+from k3forensics.timeline.tracebacks import FileTracebacks, shapes
 
 HEAD_BYTES = 8192
 CHUNK_BYTES = 16 << 20  # log files are parsed this many bytes at a time (memory follows it)
@@ -179,7 +179,7 @@ class FileReader:
         return out
 
     def _log_chunk(self, lines: pl.DataFrame) -> ParsedChunk:
-        events = parse_log_frame(lines, LOG_FORMATS)
+        events = parse_log_frame(lines, LOG_FORMATS, per_message=shapes)
         events = self.tracebacks.annotate(events)
         named = events.filter(pl.col("parsed") & (pl.col("source") != "generic")).get_column("source")
         self.info.sources.update(dict(named.value_counts().iter_rows()))

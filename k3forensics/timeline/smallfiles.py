@@ -35,7 +35,7 @@ from k3forensics.timeline.parse_file import (
     frame_or_empty,
     text_of,
 )
-from k3forensics.timeline.tracebacks import FileTracebacks
+from k3forensics.timeline.tracebacks import FileTracebacks, shapes
 
 SMALL_FILE_BYTES = 256 << 10  # files up to this size are read in batches (below decode's line cap)
 BATCH_BYTES = 8 << 20         # a batch holds about this many bytes ...
@@ -215,7 +215,7 @@ class BatchReader:
                 info.detected_type = detect_log(head)
             return
         lines = pl.concat(frames)
-        events = FileTracebacks("", whole_files=True).annotate(parse_log_frame(lines, LOG_FORMATS))
+        events = FileTracebacks("", whole_files=True).annotate(parse_log_frame(lines, LOG_FORMATS, per_message=shapes))
         named = events.filter(pl.col("parsed") & (pl.col("source") != "generic")).group_by("file", "source").len()
         tally: dict[str, Counter[str]] = {}
         for file, source, n in named.iter_rows():

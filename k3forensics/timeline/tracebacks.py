@@ -73,6 +73,9 @@ def shapes(message: pl.Series) -> pl.DataFrame:
     return pl.DataFrame({"_start": start, "_belongs": belongs, "_exc": exc})
 
 
+SHAPE_COLUMNS = ("_start", "_belongs", "_exc")  # what `shapes` gives
+
+
 @dataclass
 class FileTracebacks:
     """Traceback state of one file, fed its chunks in order."""
@@ -83,9 +86,11 @@ class FileTracebacks:
     whole_files: bool = False  # chunks hold whole files: no stream state to carry
 
     def annotate(self, events: pl.DataFrame) -> pl.DataFrame:
-        """Add tb_group, exception and a provisional tb_final (see `final_flags`)."""
-        marks = shapes(events.get_column("message"))
-        frame = events.hstack(marks).with_columns(
+        """Add tb_group, exception and a provisional tb_final (see `final_flags`). The `shapes`
+        columns are computed unless `events` holds them (`parse_log_frame(per_message=shapes)`)."""
+        if not set(SHAPE_COLUMNS) <= set(events.columns):
+            events = events.hstack(shapes(events.get_column("message")))
+        frame = events.with_columns(
             pl.col("process").fill_null("").alias("_proc"), pl.col("pid").fill_null(-1).alias("_pid"),
         )
         # Only streams with a traceback start here, or one still open, need their lines numbered;

@@ -212,3 +212,20 @@ def test_plain_attributes_are_what_json_encoding_gives() -> None:
     plain, encoded = frame.select(plain_attrs_json(("host", "src"), **fields).alias("a"), attrs_json(**fields).alias("b"))
     assert plain.to_list() == encoded.to_list()
     assert plain[-1] == '{"pid":0}' and pl.select(plain_attrs_json((), pid=pl.lit(None, pl.Int64))).item() is None
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0], ids=["every-line", "distinct-texts"])
+def test_repeated_texts_parse_as_every_line_does(monkeypatch: pytest.MonkeyPatch, share: float) -> None:
+    """Texts are parsed once each when they repeat: the lines get what parsing each gives,
+    in their own order, nulls and the envelope's time included."""
+    texts = [*_EDGE_LINES, *_sample_lines()]
+    lines = texts * 3 + [None, ""]  # every text repeated: the distinct share is about a third
+    frame = lines_frame([t or "" for t in lines]).with_columns(pl.Series("text", lines, dtype=pl.Utf8)).with_columns(
+        pl.when(pl.int_range(pl.len()) % 2 == 0).then(pl.lit(datetime(2026, 1, 2, tzinfo=UTC)))
+        .cast(pl.Datetime("us", "UTC")).alias("outer_ts"))
+    expected = [parse_log_frame(frame.slice(i, 1), LOG_FORMATS) for i in range(0, frame.height, 997)]
+    monkeypatch.setattr("k3forensics.sources.logs.REPEATS_SHARE", share)
+    got = parse_log_frame(frame, LOG_FORMATS)
+    assert_frame_equal(got.gather(list(range(0, frame.height, 997))), pl.concat(expected))
+    monkeypatch.setattr("k3forensics.sources.logs.REPEATS_SHARE", 1 - share)
+    assert_frame_equal(parse_log_frame(frame, LOG_FORMATS), got)
