@@ -78,3 +78,26 @@ def test_digest_of_a_database_equals_its_full_read(name: str, tmp_path: Path, mo
     assert _dump(to_contract(small)) == _dump(to_contract(full))
     from_bundle = to_contract(triage(ROOT / "samples" / name / "bundle", library))
     assert _dump({**to_contract(small), "bundle": None}) == _dump({**from_bundle, "bundle": None})
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0], ids=["every-line", "distinct-lines"])
+def test_the_gate_column_marks_what_literal_lines_marks(share: float, monkeypatch: pytest.MonkeyPatch, library) -> None:
+    """The gate a worker thread computes for a chunk, each distinct line once, equals the scan
+    of every line: literals (folded ones in any case), ANSI colour, traceback lines, nulls."""
+    from k3forensics.timeline.build import TimelineBuild
+    from k3forensics.timeline.sieve import Sieve
+
+    gate = TimelineBuild(ROOT, library, sieve=Sieve(library))._gate
+    assert gate is not None and gate.in_traceback and gate.folded
+    texts = [line for path in sorted(ROOT.glob("samples/*/bundle/**/*.log"))
+             for line in path.read_text(encoding="utf-8").splitlines()]
+    folded = sorted(gate.folded)[0]
+    texts += [folded.upper(), f"\x1b[31m{folded.swapcase()}\x1b[0m", "plain", None]
+    lines = texts * 2
+    events = pl.DataFrame({"line": lines, "tb_group": [7 if i % 5 == 0 else None for i in range(len(lines))]},
+                          schema={"line": pl.Utf8, "tb_group": pl.Int64})
+    monkeypatch.setattr("k3forensics.text.REPEATS_SHARE", share)
+    got = digest_module.gate_column(events, gate)
+    expected = digest_module.literal_lines(events, gate=gate).get_column("gate")
+    assert got.to_list() == expected.to_list()
+    assert 0 < got.sum() < got.len()

@@ -41,3 +41,22 @@ def test_a_folder_without_budget_is_on_disk_from_the_start(tmp_path: Path) -> No
     assert spool.on_disk
     spool.close()
     assert not list(tmp_path.iterdir())
+
+
+def test_text_larger_than_the_budget_goes_to_disk_from_the_first_chunk(tmp_path: Path) -> None:
+    chunks = _chunks()
+    spool = Spool(tmp_path, memory_bytes=1000)
+    spool.expect(999)
+    assert not spool.on_disk
+    spool.expect(1001)
+    assert spool.on_disk
+    for chunk in chunks:
+        spool.add(chunk)
+    assert pl.concat(list(spool.drain())).equals(pl.concat(chunks))
+    spool.close()
+
+
+def test_expected_text_moves_nothing_without_a_folder_or_a_budget(tmp_path: Path) -> None:
+    for spool in (Spool(), Spool(None, memory_bytes=10)):
+        spool.expect(1 << 40)
+        assert not spool.on_disk

@@ -9,6 +9,7 @@ import polars as pl
 from k3forensics.sources import generic, kernel, nccl, pytorch, traceback, vllm
 from k3forensics.sources.base import UTC_US, ParseContext, ParseResult
 from k3forensics.sources.logformat import PROCESS_PREFIX, LineFormat, apply_formats, formats_frame
+from k3forensics.text import per_distinct
 
 # Order matters: the first format that matches a line wins. Anchored, specific shapes
 # first; NCCL is unanchored (it hides behind other prefixes); generic dated lines last.
@@ -27,9 +28,6 @@ MessageColumns = Callable[[pl.Series], pl.DataFrame]
 
 # Every process prefix holds this literal: lines without it skip the prefix regex.
 _PREFIX_LITERAL = " pid="
-# Texts are parsed once each when at most this share of a chunk's lines are distinct: finding
-# them and joining back costs about a sixth of parsing every line.
-REPEATS_SHARE = 0.5
 
 
 def parse_log(lines: pl.DataFrame, ctx: ParseContext, formats: list[LineFormat] | None = None) -> ParseResult:
@@ -41,18 +39,11 @@ def parse_log(lines: pl.DataFrame, ctx: ParseContext, formats: list[LineFormat] 
 def parse_log_frame(lines: pl.DataFrame, formats: list[LineFormat],
                     per_message: MessageColumns | None = None) -> pl.DataFrame:
     """`parse_log_lazy` without the traceback annotation, computed eagerly: the process prefix
-    only on lines that can hold one, each format only on the lines no earlier one took, and
-    each distinct text once when texts repeat (an NCCL-heavy log repeats most of its lines,
-    the envelope's time aside). `per_message`: more columns that depend on the message alone
-    (the traceback shapes), computed with the fields."""
+    only on lines that can hold one, each format only on the lines no earlier one took, each
+    distinct text once when texts repeat (`per_distinct`). `per_message`: more columns that
+    depend on the message alone (the traceback shapes), computed with the fields."""
     text = lines.get_column("text").fill_null("")
-    distinct = text.unique()
-    if distinct.len() <= text.len() * REPEATS_SHARE:
-        fields = pl.DataFrame({"_key": text}).join(
-            text_fields(distinct, formats, per_message).with_columns(distinct.alias("_key")), on="_key",
-            how="left", maintain_order="left").drop("_key")
-    else:
-        fields = text_fields(text, formats, per_message)
+    fields = per_distinct(text, lambda texts: text_fields(texts, formats, per_message))
     # The container envelope's time is when the line was written: it beats the inner one.
     return lines.hstack(fields).with_columns(
         pl.when(pl.col("outer_ts").is_not_null()).then(pl.col("ts")).otherwise(None).alias("inner_ts"),

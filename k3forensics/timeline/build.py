@@ -33,7 +33,7 @@ from k3forensics.library.match import pass_one_safe
 from k3forensics.library.model import Role
 from k3forensics.library.prefilter import Literals
 from k3forensics.sources.base import FACT_SCHEMA, SAMPLE_SCHEMA, UTC_US
-from k3forensics.timeline.digest import literal_lines
+from k3forensics.timeline.digest import gate_column
 from k3forensics.timeline.nodes import DEFAULT_NODE, hosts_named, node_of_paths
 from k3forensics.timeline.parse_file import CHUNK_BYTES, FRAME_COLUMNS, FileInfo, FileReader, ParsedChunk
 from k3forensics.timeline.phases import (
@@ -145,7 +145,8 @@ class TimelineBuild:
         self.seq = 0
         self.settled: Settled | None = None
         self.hosts: dict[str, set[str]] = {}
-        self._pending: list[tuple[pl.DataFrame, Stamp | None, Owner, bool]] = []  # read, not yet matched; sievable
+        # Read, not yet matched: events, the stamp before them, owner, sievable, gate (when known).
+        self._pending: list[tuple[pl.DataFrame, Stamp | None, Owner, bool, pl.Series | None]] = []
         self._pending_rows = 0
         self._spooled: list[Owner] = []            # of each spooled chunk, in order
         self._clocks: list[pl.DataFrame] = []      # CLOCK_SCHEMA rows of batched files
@@ -157,10 +158,11 @@ class TimelineBuild:
         with open_bundle(self.bundle) as opened:
             node_by_path = node_of_paths([bf.rel_path for bf in opened.files])
             self.single_node = set(node_by_path.values()) == {DEFAULT_NODE}
+            self.spool.expect(sum(bf.size for bf in opened.files))
             total = len(opened.files)
             # Large files are parsed in worker threads, a chunk or two ahead of the matching
             # and spooling done here (polars releases the GIL; a laptop has cores to spare).
-            readers = [FileReader(bf, node_by_path[bf.rel_path], self.chunk_bytes)
+            readers = [FileReader(bf, node_by_path[bf.rel_path], self.chunk_bytes, gate=self._gate)
                        for bf in opened.files if not is_small(bf, self.chunk_bytes)]
             batch: list[BundleFile] = []
             size = read = 0
@@ -200,7 +202,7 @@ class TimelineBuild:
             events = events.with_row_index("seq", offset=self.seq).with_columns(pl.col("seq").cast(pl.Int64))
             self.seq += events.height
             events, before = state.clock.observe(events)
-            self._pending.append((events, before, state, chunk.facts is None))  # a log's chunk, not a document's
+            self._pending.append((events, before, state, chunk.facts is None, chunk.gate))  # sievable: a log's chunk
             self._pending_rows += events.height
             if self.single_node:
                 self._note_nccl_hosts(events)
@@ -240,7 +242,7 @@ class TimelineBuild:
         self._clocks.append(clocks)
         if dated.size:
             self._dated.dated.append(dated)
-        self._pending.append((events, None, FileBatch(states), False))
+        self._pending.append((events, None, FileBatch(states), False, None))
         self._pending_rows += events.height
         if self.single_node:
             self._note_nccl_hosts(events)
@@ -252,14 +254,16 @@ class TimelineBuild:
         files cost one matching pass, not one each), then spool them."""
         if not self._pending:
             return
-        frames = [events for events, _, _, _ in self._pending]
-        batch = pl.concat(frames)
-        gate = literal_lines(batch, gate=self._gate).get_column("gate") if self._gate is not None else None
+        batch = pl.concat([events for events, *_ in self._pending])
+        gate = None
+        if self._gate is not None:
+            gate = pl.concat([marked if marked is not None else gate_column(events, self._gate)
+                              for events, *_, marked in self._pending])
         matched = milestone_column(batch, self.library, gate if self._milestone_literals is not None else None)
         sieve_gate = gate if self._sieve_gated else None
         offset = 0
         failures: pl.Series | None = None  # of the rest of the batch, once a part is sieved
-        for events, before, owner, sievable in self._pending:
+        for events, before, owner, sievable, _ in self._pending:
             start, offset = offset, offset + events.height
             part = matched.slice(start, events.height)
             self._note_milestones(part, before, owner)

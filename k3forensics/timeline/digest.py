@@ -12,7 +12,7 @@ a row-local signature's hits are kept, and for the others every line holding the
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
@@ -24,6 +24,7 @@ from k3forensics.library.match import Matcher, text_column
 from k3forensics.library.model import Role, Signature
 from k3forensics.library.prefilter import Literals
 from k3forensics.sources.api_capture import NAME as API_CAPTURE
+from k3forensics.text import per_distinct
 from k3forensics.timeline.prefetch import prefetched
 
 DIGEST_BYTES = 128 << 20  # a triage of a timeline database this large reads a digest
@@ -169,6 +170,20 @@ def literal_lines(events: pl.DataFrame, **literals: Literals) -> pl.DataFrame:
     scan = pl.DataFrame({"t": text_column(events.get_column("line")), "tb_group": events.get_column("tb_group")})
     return scan.select((found.loose_mask(pl.col("t")) if found.strings or found.in_traceback else pl.lit(False))
                        .alias(name) for name, found in literals.items())
+
+
+def gate_column(events: pl.DataFrame, literals: Literals) -> pl.Series:
+    """`literal_lines(events, gate=literals)`'s column, each distinct line scanned once."""
+    lines = events.get_column("line").fill_null("")
+    found = pl.repeat(False, lines.len(), eager=True)
+    if literals.strings:
+        strings = replace(literals, in_traceback=False)
+        found = per_distinct(lines, lambda distinct: literal_lines(
+            pl.DataFrame({"line": distinct, "tb_group": pl.repeat(None, distinct.len(), dtype=pl.Int64, eager=True)}),
+            gate=strings)).get_column("gate")
+    if literals.in_traceback:
+        found = found | events.get_column("tb_group").is_not_null()
+    return found.alias("gate")
 
 
 def hits_of(events: pl.DataFrame, library: Library, signatures: list[Signature]) -> pl.DataFrame:

@@ -17,10 +17,12 @@ import polars as pl
 
 from k3forensics.bundle import BundleFile
 from k3forensics.decode import DecodedFile, iter_decoded_chunks
+from k3forensics.library.prefilter import Literals
 from k3forensics.sources import container, detect_document, detect_log
 from k3forensics.sources.base import FACT_SCHEMA, SAMPLE_SCHEMA, UTC_US, ParseContext, ParseResult
 from k3forensics.sources.logs import LOG_FORMATS, parse_log_frame
 from k3forensics.text import stripped
+from k3forensics.timeline.digest import gate_column
 from k3forensics.timeline.tracebacks import FileTracebacks, shapes
 
 HEAD_BYTES = 8192
@@ -65,6 +67,7 @@ class ParsedChunk:
     events: pl.DataFrame                   # FRAME_COLUMNS; tb_final provisional (see FileReader.tracebacks)
     samples: pl.DataFrame | None = None
     facts: pl.DataFrame | None = None
+    gate: pl.Series | None = None          # a log chunk's lines holding the reader's `gate` literals
 
 
 def head_of(lines: pl.DataFrame, column: str = "text") -> str:
@@ -96,8 +99,10 @@ def text_of(line: pl.Series) -> pl.Series:
 class FileReader:
     """Parses one file: `chunks()` yields its events chunk by chunk; `info` is complete after."""
 
-    def __init__(self, bf: BundleFile, node: str, chunk_bytes: int = CHUNK_BYTES):
-        self.bf, self.node, self.chunk_bytes = bf, node, chunk_bytes
+    def __init__(self, bf: BundleFile, node: str, chunk_bytes: int = CHUNK_BYTES, gate: Literals | None = None):
+        # `gate`: literals whose lines a log chunk marks (`gate_column`), here in the worker
+        # thread rather than in the one that matches the chunks.
+        self.bf, self.node, self.chunk_bytes, self.gate = bf, node, chunk_bytes, gate
         self.info = FileInfo(bf.rel_path)
         self.tracebacks = FileTracebacks(bf.rel_path)
         self.ctx = ParseContext(file=bf.rel_path, node=node, file_mtime=bf.mtime)
@@ -183,7 +188,8 @@ class FileReader:
         events = self.tracebacks.annotate(events)
         named = events.filter(pl.col("parsed") & (pl.col("source") != "generic")).get_column("source")
         self.info.sources.update(dict(named.value_counts().iter_rows()))
-        return ParsedChunk(conform(events, lines))
+        events = conform(events, lines)
+        return ParsedChunk(events, gate=gate_column(events, self.gate) if self.gate is not None else None)
 
     def _document(self, document: ModuleType, lines: pl.DataFrame) -> ParsedChunk:
         result: ParseResult = document.parse(lines, self.ctx)

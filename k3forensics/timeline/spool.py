@@ -4,7 +4,8 @@ The first pass parses files chunk by chunk; the second needs bundle-level summar
 reference year, the milestone timeline) that exist only once every file is read. An in-memory
 spool suits a small bundle; a disk spool keeps memory flat however large the bundle: each
 chunk is one Parquet file, read back and deleted in order. Triage starts in memory and moves
-to disk once the chunks outgrow a budget (then it keeps a digest, see `digest.py`).
+to disk once the chunks outgrow a budget, or from the start when the bundle's text does (then
+it keeps a digest, see `digest.py`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,14 @@ class Spool:
                 self._spill()
             return
         self._write(frame)
+
+    def expect(self, text_bytes: int) -> None:
+        """Chunks parsed from this many bytes of text are coming: on disk from the first one
+        when they outweigh the memory budget (their events hold the text and more), so that a
+        large bundle's triage keeps only its digest from the start, not from the spill on."""
+        if self._dir is None and self._folder is not None and self._memory_bytes is not None \
+                and text_bytes > self._memory_bytes:
+            self._spill()
 
     def _spill(self) -> None:
         """From now on on disk, the chunks held so far first."""

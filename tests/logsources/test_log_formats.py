@@ -224,8 +224,8 @@ def test_repeated_texts_parse_as_every_line_does(monkeypatch: pytest.MonkeyPatch
         pl.when(pl.int_range(pl.len()) % 2 == 0).then(pl.lit(datetime(2026, 1, 2, tzinfo=UTC)))
         .cast(pl.Datetime("us", "UTC")).alias("outer_ts"))
     expected = [parse_log_frame(frame.slice(i, 1), LOG_FORMATS) for i in range(0, frame.height, 997)]
-    monkeypatch.setattr("k3forensics.sources.logs.REPEATS_SHARE", share)
+    monkeypatch.setattr("k3forensics.text.REPEATS_SHARE", share)
     got = parse_log_frame(frame, LOG_FORMATS)
     assert_frame_equal(got.gather(list(range(0, frame.height, 997))), pl.concat(expected))
-    monkeypatch.setattr("k3forensics.sources.logs.REPEATS_SHARE", 1 - share)
+    monkeypatch.setattr("k3forensics.text.REPEATS_SHARE", 1 - share)
     assert_frame_equal(parse_log_frame(frame, LOG_FORMATS), got)
