@@ -52,7 +52,9 @@ def big_bundle(tmp_path: Path) -> Path:
     (bundle / "node-a").mkdir(parents=True)
     (bundle / "node-b").mkdir()
     (bundle / "node-a" / "vllm.log").write_text(_vllm_log(1500), encoding="utf-8")
-    enveloped = [f"2026-12-31T23:{59 - (i < 300)}:{i % 60:02d}.000000000Z {line}"
+    # A few lines past the head lack the envelope (one in colour): kept with their own text.
+    enveloped = [f"2026-12-31T23:{59 - (i < 300)}:{i % 60:02d}.000000000Z {line}" if i % 97 != 50
+                 else f"\x1b[31m{line}\x1b[0m" if i % 2 else line
                  for i, line in enumerate(_vllm_log(300).splitlines())]
     (bundle / "node-b" / "docker.log").write_text("\n".join(enveloped) + "\n", encoding="utf-8")
     (bundle / "node-b" / "launch.sh").write_text("vllm serve moonshotai/Kimi-K3 --tensor-parallel-size 8\n",

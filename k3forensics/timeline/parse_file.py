@@ -167,8 +167,11 @@ class FileReader:
         return inner, True, detect_document(self._head) if self._head else None
 
     def _lines(self, decoded: pl.DataFrame) -> pl.DataFrame:
+        # Once a file is known to carry an envelope, `_unwrap` gives each line its text: the
+        # inner text's, or the whole line's where the envelope is missing (a few lines).
+        unwrapped = not self._envelope_pending and self.info.envelope
         return decoded.with_columns(
-            text_of(decoded.get_column("line")),
+            pl.lit(None, pl.Utf8).alias("text") if unwrapped else text_of(decoded.get_column("line")),
             pl.lit(None, UTC_US).alias("outer_ts"),
             pl.lit(None, pl.Utf8).alias("stream"),
         )
@@ -177,6 +180,10 @@ class FileReader:
         if not self.info.envelope:
             return lines
         out, bare = container.unwrap_counted(lines, self.info.envelope)
+        bare_text = (out.get_column("text").is_null() & out.get_column("line").is_not_null()).arg_true()
+        if bare_text.len():  # lines read without their text (`_lines`) that lack the envelope
+            text = out.get_column("text").scatter(bare_text, text_of(out.get_column("line").gather(bare_text)))
+            out = out.with_columns(text)
         if self._bare is None:
             self._bare = bare
         else:
