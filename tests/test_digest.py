@@ -101,3 +101,21 @@ def test_the_gate_column_marks_what_literal_lines_marks(share: float, monkeypatc
     expected = digest_module.literal_lines(events, gate=gate).get_column("gate")
     assert got.to_list() == expected.to_list()
     assert 0 < got.sum() < got.len()
+
+
+@pytest.mark.parametrize("spill", ["from-the-start", "mid-way"])
+def test_a_spool_that_spills_while_read_gives_the_full_triage(spill: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch, library) -> None:
+    """A bundle whose text outweighs the budget is sieved from its first chunk; one whose events
+    outgrow it only while read spills mid-way, and the chunks matched before then are sieved
+    from there on. Either way the triage says what a triage over every line says."""
+    bundle, _ = with_nccl_noise(tmp_path, 3_000)
+    text = sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file())
+    monkeypatch.setattr(ingest, "DIGEST_MEMORY_BYTES", text // 2 if spill == "from-the-start" else text + 1)
+    monkeypatch.setattr(digest_module, "MARK_BATCH_ROWS", 300)
+    full = triage(bundle, library, digest=False)
+    spilled = build_timeline(bundle, library, chunk_bytes=TINY_CHUNKS, digest=None)
+    assert spilled.digest
+    assert spilled.events.height < full.timeline.events.height
+    assert spilled.files.equals(full.timeline.files)
+    assert _dump(to_contract(triage_timeline(str(bundle), spilled, library))) == _dump(to_contract(full))

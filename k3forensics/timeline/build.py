@@ -1,7 +1,8 @@
 """The timeline build in two passes over chunks, so that memory does not grow with the bundle.
 
 Pass 1 (`TimelineBuild.read`) parses every file chunk by chunk, numbers the lines (`seq`),
-matches the milestone signatures and spools the chunks; it keeps only small summaries: per
+matches the milestone signatures and spools the chunks (a large file's chunks are parsed and
+matched in worker threads, `_match_chunk`); it keeps only small summaries: per
 file its clock, traceback and phase state, the milestone lines, the facts and samples of the
 document files. Between the passes the bundle-level facts are settled: the node name of a
 one-node bundle, the reference instant and each file's year, the milestone map. Pass 2
@@ -35,7 +36,14 @@ from k3forensics.library.prefilter import Literals
 from k3forensics.sources.base import FACT_SCHEMA, SAMPLE_SCHEMA, UTC_US
 from k3forensics.timeline.digest import gate_column
 from k3forensics.timeline.nodes import DEFAULT_NODE, hosts_named, node_of_paths
-from k3forensics.timeline.parse_file import CHUNK_BYTES, FRAME_COLUMNS, FileInfo, FileReader, ParsedChunk
+from k3forensics.timeline.parse_file import (
+    CHUNK_BYTES,
+    FRAME_COLUMNS,
+    ChunkMatch,
+    FileInfo,
+    FileReader,
+    ParsedChunk,
+)
 from k3forensics.timeline.phases import (
     FilePhases,
     MilestoneMap,
@@ -61,11 +69,9 @@ from k3forensics.timeline.times import (
 from k3forensics.timeline.tracebacks import FileTracebacks
 
 Progress = Callable[[str, int, int], None]  # (file, files done, files total)
-# Chunks wait for milestone matching (and the sieve's) until this many lines are read: a
-# matching pass has a fixed cost, ~20 ms a call now that the prefilters pick rare strings and
-# the candidates come from one Aho-Corasick pass (at 100-150 ms, 400,000 lines paid off).
-# Measured at 1 GiB, three runs each: 400,000 took 33.4-39.3 s at a 1,388-1,430 MiB peak,
-# 200,000 32.9-34.2 s at 1,305-1,384 MiB.
+# Batches of small files (and documents) wait for milestone matching until this many lines
+# are read: a matching pass has a fixed cost of about 20 ms. A large file's log chunks (16 MiB,
+# about 130,000 lines) are matched one by one where they are parsed.
 MILESTONE_BATCH_ROWS = 200_000
 # Large files parsed at once, each at most a chunk ahead (memory: a few chunks). Three on two
 # cores: a worker running Python between polars calls holds the GIL, and a third keeps both
@@ -162,7 +168,8 @@ class TimelineBuild:
             total = len(opened.files)
             # Large files are parsed in worker threads, a chunk or two ahead of the matching
             # and spooling done here (polars releases the GIL; a laptop has cores to spare).
-            readers = [FileReader(bf, node_by_path[bf.rel_path], self.chunk_bytes, gate=self._gate)
+            readers = [FileReader(bf, node_by_path[bf.rel_path], self.chunk_bytes, gate=self._gate,
+                                  matching=self._match_chunk)
                        for bf in opened.files if not is_small(bf, self.chunk_bytes)]
             batch: list[BundleFile] = []
             size = read = 0
@@ -194,25 +201,47 @@ class TimelineBuild:
 
     def _read_file(self, reader: FileReader, chunks: Iterator[ParsedChunk]) -> None:
         """One large file's chunks (`reader.chunks()`, computed ahead) numbered, observed and
-        queued for milestone matching."""
+        spooled. A log chunk comes matched (`_match_chunk`, in the parsing worker); a document
+        waits for milestone matching with the small files."""
         state = FileState(reader.info, reader.node, FileClock(), reader.tracebacks)
         self.files.append(state)
+        self._match_milestones()  # the files read before this one are spooled first
         for chunk in chunks:
             events = chunk.events.with_columns(pl.lit(reader.node, pl.Utf8).alias("node"))
             events = events.with_row_index("seq", offset=self.seq).with_columns(pl.col("seq").cast(pl.Int64))
-            self.seq += events.height
+            offset, self.seq = self.seq, self.seq + events.height
             events, before = state.clock.observe(events)
-            self._pending.append((events, before, state, chunk.facts is None, chunk.gate))  # sievable: a log's chunk
-            self._pending_rows += events.height
             if self.single_node:
                 self._note_nccl_hosts(events)
             for frames, extra in ((self.facts, chunk.facts), (self.samples, chunk.samples)):
                 if extra is not None:
                     frames.append(extra.with_columns(pl.lit(reader.node).alias("node"),
                                                      pl.lit(reader.info.file).alias("file")))
+            if chunk.matched is not None:
+                failures = chunk.matched.failures
+                self._spool_part(events, before, state, sievable=True,
+                                 failures=None if failures is None else failures + offset,
+                                 gate=chunk.gate if self._sieve_gated else None)
+                continue
+            self._pending.append((events, before, state, chunk.facts is None, chunk.gate))  # sievable: a log's chunk
+            self._pending_rows += events.height
             if self._pending_rows >= MILESTONE_BATCH_ROWS:
                 self._match_milestones()
+        self._match_milestones()  # and before the next
         self._keep_side_columns()
+
+    def _match_chunk(self, events: pl.DataFrame, gate: pl.Series | None) -> ChunkMatch:
+        """What pass 1 matches on one log chunk, row by row, in the worker thread that parsed
+        it: the milestones (`milestone`, `step`) and the hits of the failures the sieve decides
+        now (their row numbers), so that the thread that numbers and spools the chunks, pass
+        1's critical path, does not. A traceback group cut by the chunk's edge is matched
+        again once the file is read (`_rematch_tracebacks`)."""
+        rows = events.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
+        matched = milestone_column(rows, self.library, gate if self._milestone_literals is not None else None)
+        failures = None
+        if self.sieve is not None and self.spool.on_disk:  # else `Sieve.cut` finds them, if the spool spills
+            failures = self.sieve.failures(matched if gate is None or not self._sieve_gated else matched.filter(gate))
+        return ChunkMatch(matched.drop("seq"), failures)
 
     def _keep_side_columns(self) -> None:
         for frames, schema in ((self.facts, FACT_SCHEMA), (self.samples, SAMPLE_SCHEMA)):
@@ -266,18 +295,28 @@ class TimelineBuild:
         for events, before, owner, sievable, _ in self._pending:
             start, offset = offset, offset + events.height
             part = matched.slice(start, events.height)
-            self._note_milestones(part, before, owner)
-            if sievable and self.sieve is not None and self.spool.on_disk and isinstance(owner, FileState):
-                if failures is None:
-                    rest = matched.slice(start)
-                    failures = self.sieve.failures(rest if sieve_gate is None else rest.filter(sieve_gate.slice(start)))
-                part, dropped = self.sieve.cut(part, before, failures,
-                                               None if sieve_gate is None else sieve_gate.slice(start, events.height))
-                owner.dropped = owner.dropped or Dropped()
-                owner.dropped.add(dropped)
-            self.spool.add(part)
-            self._spooled.append(owner)
+            if failures is None and self._sieved(sievable, owner):
+                rest = matched.slice(start)
+                failures = self.sieve.failures(rest if sieve_gate is None else rest.filter(sieve_gate.slice(start)))  # type: ignore[union-attr]
+            self._spool_part(part, before, owner, sievable, failures,
+                             None if sieve_gate is None else sieve_gate.slice(start, events.height))
         self._pending, self._pending_rows = [], 0
+
+    def _sieved(self, sievable: bool, owner: Owner) -> bool:
+        return sievable and self.sieve is not None and self.spool.on_disk and isinstance(owner, FileState)
+
+    def _spool_part(self, part: pl.DataFrame, before: Stamp | None, owner: Owner, sievable: bool,
+                    failures: pl.Series | None, gate: pl.Series | None) -> None:
+        """One matched chunk (or a batch's part of one) noted, sieved when it may be, spooled.
+        `failures`, `gate`: as `Sieve.cut` takes them."""
+        self._note_milestones(part, before, owner)
+        if self._sieved(sievable, owner):
+            assert self.sieve is not None and isinstance(owner, FileState)
+            part, dropped = self.sieve.cut(part, before, failures, gate)
+            owner.dropped = owner.dropped or Dropped()
+            owner.dropped.add(dropped)
+        self.spool.add(part)
+        self._spooled.append(owner)
 
     def _note_milestones(self, events: pl.DataFrame, before: Stamp | None, owner: Owner) -> None:
         """Keep the milestone lines (and, when milestones read traceback groups, the traceback

@@ -9,7 +9,7 @@ whole, as are small files (one chunk).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from types import ModuleType
 
@@ -63,11 +63,24 @@ class ParsedFile:
 
 
 @dataclass
+class ChunkMatch:
+    """A log chunk matched where it was parsed (see `TimelineBuild._match_chunk`)."""
+
+    events: pl.DataFrame               # the chunk's events with `milestone` and `step`
+    failures: pl.Series | None = None  # row numbers of the sieve's failure hits (None: no sieve)
+
+
+# The matching a reader applies to each log chunk: (events, gate lines) -> the match.
+Matching = Callable[[pl.DataFrame, "pl.Series | None"], ChunkMatch]
+
+
+@dataclass
 class ParsedChunk:
     events: pl.DataFrame                   # FRAME_COLUMNS; tb_final provisional (see FileReader.tracebacks)
     samples: pl.DataFrame | None = None
     facts: pl.DataFrame | None = None
     gate: pl.Series | None = None          # a log chunk's lines holding the reader's `gate` literals
+    matched: ChunkMatch | None = None      # a log chunk matched by the reader's `matching`
 
 
 def head_of(lines: pl.DataFrame, column: str = "text") -> str:
@@ -99,10 +112,11 @@ def text_of(line: pl.Series) -> pl.Series:
 class FileReader:
     """Parses one file: `chunks()` yields its events chunk by chunk; `info` is complete after."""
 
-    def __init__(self, bf: BundleFile, node: str, chunk_bytes: int = CHUNK_BYTES, gate: Literals | None = None):
-        # `gate`: literals whose lines a log chunk marks (`gate_column`), here in the worker
-        # thread rather than in the one that matches the chunks.
-        self.bf, self.node, self.chunk_bytes, self.gate = bf, node, chunk_bytes, gate
+    def __init__(self, bf: BundleFile, node: str, chunk_bytes: int = CHUNK_BYTES, gate: Literals | None = None,
+                 matching: Matching | None = None):
+        # `gate`: literals whose lines a log chunk marks (`gate_column`); `matching`: applied
+        # to each log chunk and its gate. Both run where the chunk is parsed (a worker thread).
+        self.bf, self.node, self.chunk_bytes, self.gate, self.matching = bf, node, chunk_bytes, gate, matching
         self.info = FileInfo(bf.rel_path)
         self.tracebacks = FileTracebacks(bf.rel_path)
         self.ctx = ParseContext(file=bf.rel_path, node=node, file_mtime=bf.mtime)
@@ -196,7 +210,11 @@ class FileReader:
         named = events.filter(pl.col("parsed") & (pl.col("source") != "generic")).get_column("source")
         self.info.sources.update(dict(named.value_counts().iter_rows()))
         events = conform(events, lines)
-        return ParsedChunk(events, gate=gate_column(events, self.gate) if self.gate is not None else None)
+        gate = gate_column(events, self.gate) if self.gate is not None else None
+        if self.matching is None:
+            return ParsedChunk(events, gate=gate)
+        matched = self.matching(events.with_columns(pl.lit(self.node, pl.Utf8).alias("node")), gate)
+        return ParsedChunk(matched.events, gate=gate, matched=matched)
 
     def _document(self, document: ModuleType, lines: pl.DataFrame) -> ParsedChunk:
         result: ParseResult = document.parse(lines, self.ctx)
