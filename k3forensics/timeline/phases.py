@@ -72,6 +72,7 @@ class MilestoneMap:
     files: frozenset[str]       # files with milestones of their own
     heads: pl.DataFrame         # ts_order, _node_phase: api_ready and later on nodes a headless node follows
     never_ready: frozenset[str]  # nodes whose own milestones never reach api_ready
+    anywhere: pl.DataFrame      # ts_order, _node_phase: the timeline over all nodes
 
 
 def milestone_map(milestones: pl.DataFrame) -> MilestoneMap:
@@ -92,7 +93,19 @@ def milestone_map(milestones: pl.DataFrame) -> MilestoneMap:
                                     & pl.col("node").is_in(list(never_ready))).get_column("node").to_list())
     ready = timeline.filter(pl.col("_node_phase").is_in(PHASES[READY_RANK:]))
     heads = ready.filter(~pl.col("node").is_in(list(followers))).drop("node") if followers else ready.clear().drop("node")
-    return MilestoneMap(timeline, frozenset(rows.get_column("file").to_list()), heads, never_ready)
+    return MilestoneMap(changes(timeline, by="node"), frozenset(rows.get_column("file").to_list()),
+                        changes(heads), never_ready, changes(timeline.drop("node")))
+
+
+def changes(timeline: pl.DataFrame, by: str | None = None) -> pl.DataFrame:
+    """The rows of a time-ordered phase timeline where the phase changes (within each `by`
+    group): every served request is a `serving` line, millions in a large bundle. A backward
+    as-of join over them finds what it finds over all rows: where the last row at or before a
+    time is one dropped, the nearest earlier row kept holds the same phase."""
+    previous = pl.col("_node_phase").shift(1)
+    if by is not None:
+        previous = previous.over(by)
+    return timeline.filter(previous.is_null() | (pl.col("_node_phase") != previous))
 
 
 def finish_phases(events: pl.DataFrame, phases: MilestoneMap) -> pl.DataFrame:
@@ -104,7 +117,7 @@ def finish_phases(events: pl.DataFrame, phases: MilestoneMap) -> pl.DataFrame:
     if orphans.height == 0:
         return out
     by_node = _asof(orphans, phases.timeline, by="node")
-    anywhere = _asof(orphans, phases.timeline.drop("node"), by=None)
+    anywhere = _asof(orphans, phases.anywhere, by=None)
     filled = orphans.select("seq").with_columns(
         pl.coalesce(by_node["_node_phase"], anywhere["_node_phase"], pl.lit(FIRST_PHASE)).alias("_phase")
     )
