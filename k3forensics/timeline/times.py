@@ -249,9 +249,25 @@ def file_times(clocks: pl.DataFrame, reference: datetime) -> pl.DataFrame:
 
 
 def median_instant(clocks: list[FileClock], hint: datetime | None) -> datetime:
-    """`reference_instant` from the dated times the clocks collected."""
-    arrays = [a for clock in clocks for a in clock.dated]
-    if arrays:
-        values = pl.Series("ts", np.concatenate(arrays)).cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
-        return pl.DataFrame({"ts": values}).select(pl.col("ts").median()).item()
-    return hint or datetime.now(UTC)
+    """`reference_instant` from the dated times the clocks collected (which it consumes).
+
+    A large bundle's dated times are one int64 per line (320 MB at 40 M lines): they are
+    copied into one array as each clock's are released, and the middle values are found in
+    place; polars then takes the median of those (one or two) values, which is the median of
+    all of them."""
+    total = sum(a.size for clock in clocks for a in clock.dated)
+    if not total:
+        return hint or datetime.now(UTC)
+    values = np.empty(total, dtype=np.int64)
+    at = 0
+    for clock in clocks:  # a loop over files and their chunks, not over lines
+        arrays, clock.dated = clock.dated, []
+        while arrays:
+            array = arrays.pop()
+            at += array.size
+            values[total - at:total - at + array.size] = array  # filled from the end: order is irrelevant
+            del array
+    middle = sorted({(total - 1) // 2, total // 2})
+    values.partition(middle)
+    pair = pl.Series("ts", values[middle]).cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
+    return pl.DataFrame({"ts": pair}).select(pl.col("ts").median()).item()
