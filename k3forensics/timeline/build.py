@@ -151,8 +151,7 @@ class TimelineBuild:
         self.seq = 0
         self.settled: Settled | None = None
         self.hosts: dict[str, set[str]] = {}
-        # Read, not yet matched: events, the stamp before them, owner, sievable, gate (when known).
-        self._pending: list[tuple[pl.DataFrame, Stamp | None, Owner, bool, pl.Series | None]] = []
+        self._pending: list[tuple[pl.DataFrame, Stamp | None, Owner, bool]] = []  # read, not yet matched; sievable
         self._pending_rows = 0
         self._spooled: list[Owner] = []            # of each spooled chunk, in order
         self._clocks: list[pl.DataFrame] = []      # CLOCK_SCHEMA rows of batched files
@@ -166,8 +165,8 @@ class TimelineBuild:
             self.single_node = set(node_by_path.values()) == {DEFAULT_NODE}
             self.spool.expect(sum(bf.size for bf in opened.files))
             total = len(opened.files)
-            # Large files are parsed in worker threads, a chunk or two ahead of the matching
-            # and spooling done here (polars releases the GIL; a laptop has cores to spare).
+            # Large files are parsed and matched in worker threads, a chunk or two ahead of the
+            # sieving and spooling done here (polars releases the GIL; a laptop has cores to spare).
             readers = [FileReader(bf, node_by_path[bf.rel_path], self.chunk_bytes, gate=self._gate,
                                   matching=self._match_chunk)
                        for bf in opened.files if not is_small(bf, self.chunk_bytes)]
@@ -223,7 +222,7 @@ class TimelineBuild:
                                  failures=None if failures is None else failures + offset,
                                  gate=chunk.gate if self._sieve_gated else None)
                 continue
-            self._pending.append((events, before, state, chunk.facts is None, chunk.gate))  # sievable: a log's chunk
+            self._pending.append((events, before, state, chunk.facts is None))  # sievable: a log's chunk
             self._pending_rows += events.height
             if self._pending_rows >= MILESTONE_BATCH_ROWS:
                 self._match_milestones()
@@ -271,7 +270,7 @@ class TimelineBuild:
         self._clocks.append(clocks)
         if dated.size:
             self._dated.dated.append(dated)
-        self._pending.append((events, None, FileBatch(states), False, None))
+        self._pending.append((events, None, FileBatch(states), False))
         self._pending_rows += events.height
         if self.single_node:
             self._note_nccl_hosts(events)
@@ -284,15 +283,12 @@ class TimelineBuild:
         if not self._pending:
             return
         batch = pl.concat([events for events, *_ in self._pending])
-        gate = None
-        if self._gate is not None:
-            gate = pl.concat([marked if marked is not None else gate_column(events, self._gate)
-                              for events, *_, marked in self._pending])
+        gate = gate_column(batch, self._gate) if self._gate is not None else None
         matched = milestone_column(batch, self.library, gate if self._milestone_literals is not None else None)
         sieve_gate = gate if self._sieve_gated else None
         offset = 0
         failures: pl.Series | None = None  # of the rest of the batch, once a part is sieved
-        for events, before, owner, sievable, _ in self._pending:
+        for events, before, owner, sievable in self._pending:
             start, offset = offset, offset + events.height
             part = matched.slice(start, events.height)
             if failures is None and self._sieved(sievable, owner):
