@@ -186,9 +186,6 @@ class Matcher:
 
     # -- candidates ------------------------------------------------------------------------------
 
-    def literals(self, sig_id: str) -> Literals | None:
-        return self.library.literals(sig_id)
-
     def _candidates_pool(self, signatures: list[Signature]) -> pl.DataFrame | None:
         """The lines any needed signature could match, found in one pass for all of them, and
         per signature the pool rows holding its literals (`_candidates`). None when some
@@ -197,7 +194,7 @@ class Matcher:
         found: dict[str, Literals] = {}
         union = Literals()
         for sig_id in needed:
-            literals = self.literals(sig_id)
+            literals = self.library.literals(sig_id)
             if literals is None:
                 return None
             found[sig_id], union = literals, union | literals
@@ -223,9 +220,9 @@ class Matcher:
         """Signatures without `within … of hit`, all at once over their candidate lines, when
         those are few: one polars pass instead of one per signature."""
         simple = [i for i in ids if not any(isinstance(n, WithinHit) for n in walk(self.library.signatures[i].condition))]
-        for scope in (self._dense([i for i in simple if self.literals(i) is not None]),
-                      [i for i in simple if self.literals(i) is None]):
-            frame = self._pool if scope and self.literals(scope[0]) is not None else self.frame
+        for scope in (self._dense([i for i in simple if self.library.literals(i) is not None]),
+                      [i for i in simple if self.library.literals(i) is None]):
+            frame = self._pool if scope and self.library.literals(scope[0]) is not None else self.frame
             if not scope or frame is None or frame.height > self.batch_rows:
                 continue
             compiler = PrefilterCompiler(self)
@@ -239,7 +236,7 @@ class Matcher:
                 hit = found.get((sig_id,), empty)
                 self._rows[sig_id], self._found[sig_id] = hit.get_column("seq"), hit
                 cost = self.costs.setdefault(sig_id, SignatureCost(sig_id))
-                cost.candidates, cost.prefilter = frame.height, describe(self.literals(sig_id))
+                cost.candidates, cost.prefilter = frame.height, describe(self.library.literals(sig_id))
 
     def _dense(self, ids: list[str]) -> list[str]:
         """The signatures worth evaluating over the whole pool: those holding a fair share of
@@ -264,7 +261,7 @@ class Matcher:
             others = {n.signature: self.condition_rows(n.signature) for n in walk(condition)
                       if isinstance(n, WithinHit)}
             started = self.clock()
-            if self._pool is not None and self.literals(sig_id) is not None and not others \
+            if self._pool is not None and self.library.literals(sig_id) is not None and not others \
                     and sig_id not in self._candidates:
                 found = self._pool.select("seq", "source").clear()  # no line holds its literals
                 candidates = 0
@@ -280,7 +277,7 @@ class Matcher:
             cost = self.costs.setdefault(sig_id, SignatureCost(sig_id))
             cost.seconds += self.clock() - started
             cost.candidates = candidates
-            cost.prefilter = describe(self.literals(sig_id))
+            cost.prefilter = describe(self.library.literals(sig_id))
         finally:
             self._stack.pop()
         self._rows[sig_id], self._found[sig_id] = rows, found
@@ -289,7 +286,7 @@ class Matcher:
     def _frame_for(self, sig_id: str, others: dict[str, pl.Series], columns: list[str]) -> pl.DataFrame:
         """These columns of the candidate lines of one signature, with the hits of the
         signatures it refers to."""
-        literals = self.literals(sig_id)
+        literals = self.library.literals(sig_id)
         if literals is None:
             frame = self.frame.select(columns)
         elif self._pool is not None:

@@ -153,8 +153,8 @@ def chosen_literals(signatures: Iterable[Signature]) -> dict[str, Literals | Non
 def _lines_holding(lines: pl.Series, strings: set[str], folded: bool) -> dict[str, set[int]]:
     """Per string (in lower case when `folded`), the numbers of the lines holding it."""
     out: dict[str, set[int]] = {(s.lower() if folded else s): set() for s in strings}
-    for line, found in literal_hits(lines, strings, folded).iter_rows():
-        out[found].add(line)
+    held = literal_hits(lines, strings, folded).group_by("_lit").agg(pl.col("_row"))
+    out.update({found: set(rows) for found, rows in held.iter_rows()})  # one row per string
     return out
 
 

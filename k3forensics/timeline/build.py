@@ -36,14 +36,7 @@ from k3forensics.library.prefilter import Literals
 from k3forensics.sources.base import FACT_SCHEMA, SAMPLE_SCHEMA, UTC_US
 from k3forensics.timeline.digest import gate_column
 from k3forensics.timeline.nodes import DEFAULT_NODE, hosts_named, node_of_paths
-from k3forensics.timeline.parse_file import (
-    CHUNK_BYTES,
-    FRAME_COLUMNS,
-    ChunkMatch,
-    FileInfo,
-    FileReader,
-    ParsedChunk,
-)
+from k3forensics.timeline.parse_file import CHUNK_BYTES, FRAME_COLUMNS, FileInfo, FileReader, ParsedChunk
 from k3forensics.timeline.phases import (
     FilePhases,
     MilestoneMap,
@@ -216,10 +209,9 @@ class TimelineBuild:
                 if extra is not None:
                     frames.append(extra.with_columns(pl.lit(reader.node).alias("node"),
                                                      pl.lit(reader.info.file).alias("file")))
-            if chunk.matched is not None:
-                failures = chunk.matched.failures
+            if chunk.matched:
                 self._spool_part(events, before, state, sievable=True,
-                                 failures=None if failures is None else failures + offset,
+                                 failures=None if chunk.failures is None else chunk.failures + offset,
                                  gate=chunk.gate if self._sieve_gated else None)
                 continue
             self._pending.append((events, before, state, chunk.facts is None))  # sievable: a log's chunk
@@ -229,7 +221,7 @@ class TimelineBuild:
         self._match_milestones()  # and before the next
         self._keep_side_columns()
 
-    def _match_chunk(self, events: pl.DataFrame, gate: pl.Series | None) -> ChunkMatch:
+    def _match_chunk(self, events: pl.DataFrame, gate: pl.Series | None) -> tuple[pl.DataFrame, pl.Series | None]:
         """What pass 1 matches on one log chunk, row by row, in the worker thread that parsed
         it: the milestones (`milestone`, `step`) and the hits of the failures the sieve decides
         now (their row numbers), so that the thread that numbers and spools the chunks, pass
@@ -240,7 +232,7 @@ class TimelineBuild:
         failures = None
         if self.sieve is not None and self.spool.on_disk:  # else `Sieve.cut` finds them, if the spool spills
             failures = self.sieve.failures(matched if gate is None or not self._sieve_gated else matched.filter(gate))
-        return ChunkMatch(matched.drop("seq"), failures)
+        return matched.drop("seq"), failures
 
     def _keep_side_columns(self) -> None:
         for frames, schema in ((self.facts, FACT_SCHEMA), (self.samples, SAMPLE_SCHEMA)):

@@ -62,16 +62,10 @@ class ParsedFile:
     warnings: list[str] = field(default_factory=list)
 
 
-@dataclass
-class ChunkMatch:
-    """A log chunk matched where it was parsed (see `TimelineBuild._match_chunk`)."""
-
-    events: pl.DataFrame               # the chunk's events with `milestone` and `step`
-    failures: pl.Series | None = None  # row numbers of the sieve's failure hits (None: no sieve)
-
-
-# The matching a reader applies to each log chunk: (events, gate lines) -> the match.
-Matching = Callable[[pl.DataFrame, "pl.Series | None"], ChunkMatch]
+# The matching a reader applies to each log chunk where it is parsed (`TimelineBuild._match_chunk`):
+# (events, gate lines) -> (the events with `milestone` and `step`, the row numbers of the
+# sieve's failure hits or None).
+Matching = Callable[[pl.DataFrame, "pl.Series | None"], "tuple[pl.DataFrame, pl.Series | None]"]
 
 
 @dataclass
@@ -80,7 +74,8 @@ class ParsedChunk:
     samples: pl.DataFrame | None = None
     facts: pl.DataFrame | None = None
     gate: pl.Series | None = None          # a log chunk's lines holding the reader's `gate` literals
-    matched: ChunkMatch | None = None      # a log chunk matched by the reader's `matching`
+    matched: bool = False                  # a log chunk matched by the reader's `matching`, which
+    failures: pl.Series | None = None      # found these row numbers' failure hits (None: not looked for)
 
 
 def head_of(lines: pl.DataFrame, column: str = "text") -> str:
@@ -213,8 +208,8 @@ class FileReader:
         gate = gate_column(events, self.gate) if self.gate is not None else None
         if self.matching is None:
             return ParsedChunk(events, gate=gate)
-        matched = self.matching(events.with_columns(pl.lit(self.node, pl.Utf8).alias("node")), gate)
-        return ParsedChunk(matched.events, gate=gate, matched=matched)
+        matched, failures = self.matching(events.with_columns(pl.lit(self.node, pl.Utf8).alias("node")), gate)
+        return ParsedChunk(matched, gate=gate, matched=True, failures=failures)
 
     def _document(self, document: ModuleType, lines: pl.DataFrame) -> ParsedChunk:
         result: ParseResult = document.parse(lines, self.ctx)

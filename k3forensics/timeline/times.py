@@ -262,11 +262,10 @@ def median_instant(clocks: list[FileClock], hint: datetime | None) -> datetime:
     at = 0
     for clock in clocks:  # a loop over files and their chunks, not over lines
         arrays, clock.dated = clock.dated, []
-        while arrays:
+        while arrays:  # each array is freed once copied
             array = arrays.pop()
+            values[at:at + array.size] = array
             at += array.size
-            values[total - at:total - at + array.size] = array  # filled from the end: order is irrelevant
-            del array
     middle = sorted({(total - 1) // 2, total // 2})
     values.partition(middle)
     pair = pl.Series("ts", values[middle]).cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
