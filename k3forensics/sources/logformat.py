@@ -47,7 +47,9 @@ class LineFormat:
     cost most of a parse); it must give exactly what ``pattern`` captures there (tested on every
     sample line and on edge cases), and the other lines go through ``pattern``. ``split_build``
     builds the fields of the lines ``split`` cut (``build`` when None): it may rely on what
-    their shape rules out, and must give what ``build`` gives on them.
+    their shape rules out, and must give what ``build`` gives on them. ``derive`` adds fields
+    to the captured groups before the builders read them: a value a builder reads several
+    times (the groups of a second regex, say) is then computed once, not once per reading.
     """
 
     name: str
@@ -57,6 +59,11 @@ class LineFormat:
     prefilter: str | None = None
     split: Splitter | None = None
     split_build: Builder | None = None
+    derive: Builder | None = None
+
+    def groups_of(self, groups: pl.Expr) -> pl.Expr:
+        """The captured groups with the `derive` fields added."""
+        return groups.struct.with_fields(**self.derive(groups)) if self.derive is not None else groups
 
 
 def yearless(mmdd: pl.Expr, hms: pl.Expr, frac: pl.Expr | None = None) -> pl.Expr:
@@ -145,6 +152,7 @@ def apply_formats(rest: pl.Expr, formats: Sequence[LineFormat]) -> list[pl.Expr]
         # The leading empty group is "" on a match and null otherwise.
         groups = rest.str.extract_groups("(?P<_m>)" + fmt.pattern)
         hit = groups.struct.field("_m").is_not_null()
+        groups = fmt.groups_of(groups)
         if fmt.prefilter:
             hit = rest.str.contains(fmt.prefilter, literal=True) & hit
         matched.append(hit)
@@ -224,8 +232,10 @@ def _build_fields(texts: pl.Series | None, fmt: LineFormat | None, rows: np.ndar
         if groups is None:
             assert texts is not None, "a format's rows come with their texts or their groups"
             groups = _captures(texts, fmt.pattern)
-        # Captured once; the builders read fields of this struct column.
+        # Captured once (and derived from once); the builders read fields of this struct column.
         frame = frame.with_columns(groups.alias("_g"))
+        if fmt.derive is not None:
+            frame = frame.with_columns(fmt.groups_of(pl.col("_g")))
         fields = {"source": pl.lit(fmt.source)} | build(pl.col("_g"))
     for name in FIELDS:
         dtype = UTC_US if name == "ts" else pl.Utf8

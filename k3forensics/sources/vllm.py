@@ -31,9 +31,13 @@ def _build_vllm(g: pl.Expr) -> dict[str, pl.Expr]:
     }
 
 
+def _access(g: pl.Expr) -> dict[str, pl.Expr]:
+    return {"access": g.struct.field("msg").str.extract_groups(ACCESS_PATTERN)}
+
+
 def _build_uvicorn(g: pl.Expr) -> dict[str, pl.Expr]:
     msg = g.struct.field("msg")
-    access = msg.str.extract_groups(ACCESS_PATTERN)
+    access = g.struct.field("access")
     return {
         "level": normalise_level(g.struct.field("level")),
         "message": msg,
@@ -49,7 +53,7 @@ def _build_uvicorn(g: pl.Expr) -> dict[str, pl.Expr]:
 
 FORMATS = [
     LineFormat("vllm", NAME, VLLM_PATTERN, _build_vllm),
-    LineFormat("uvicorn", NAME, UVICORN_PATTERN, _build_uvicorn, prefilter=":"),
+    LineFormat("uvicorn", NAME, UVICORN_PATTERN, _build_uvicorn, prefilter=":", derive=_access),
 ]
 
 _HEAD = re.compile(

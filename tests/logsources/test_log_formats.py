@@ -43,6 +43,8 @@ CASES = [
      {"source": "vllm", "format": "uvicorn", "level": "INFO",
       "attrs": {"logger": "uvicorn", "client": "10.42.0.17:40218", "method": "POST", "path": "/v1/chat/completions",
                 "status": 500}}),
+    ("(APIServer pid=1) INFO:     Waiting for application startup.",
+     {"source": "vllm", "format": "uvicorn", "process": "APIServer", "attrs": {"logger": "uvicorn"}}),
     ("02fdc141b80d:213:213 [1] NCCL INFO cudaDriverVersion 12080",
      {"source": "nccl", "level": "INFO", "rank": "dev1", "message": "cudaDriverVersion 12080",
       "attrs": {"host": "02fdc141b80d", "pid": 213, "tid": 213, "dev": 1}}),
