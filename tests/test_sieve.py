@@ -47,12 +47,11 @@ def test_dropped_times_resolve_across_new_year() -> None:
     dropped = Dropped()
     dropped.add(pl.DataFrame({
         "parsed": [True, True, True],
-        "node": ["n", "n", "n"], "attrs": [None, None, None],
         "ts": [datetime(2000, 12, 31, 23, 59, tzinfo=UTC), datetime(2000, 1, 1, 0, 1, tzinfo=UTC), None],
         "ts_quality": ["yearless", "yearless", "missing"],
         "_wraps": [0, 1, 1],
-    }, schema={"parsed": pl.Boolean, "node": pl.Utf8, "attrs": pl.Utf8, "ts": UTC_US, "ts_quality": pl.Utf8, "_wraps": pl.Int32}))
-    assert (dropped.lines, dropped.parsed) == (3, 3)
+    }, schema={"parsed": pl.Boolean, "ts": UTC_US, "ts_quality": pl.Utf8, "_wraps": pl.Int32}), {"h"})
+    assert (dropped.lines, dropped.parsed, dropped.hosts) == (3, 3, {"h"})
     assert dropped.extremes(2025) == (datetime(2025, 12, 31, 23, 59, tzinfo=UTC), datetime(2026, 1, 1, 0, 1, tzinfo=UTC))
     assert Dropped().extremes(2025) == (None, None)
 

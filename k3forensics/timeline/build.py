@@ -46,10 +46,11 @@ from k3forensics.timeline.phases import (
     whole_file_phases,
 )
 from k3forensics.timeline.prefetch import Ahead
-from k3forensics.timeline.sieve import Dropped, Sieve
+from k3forensics.timeline.sieve import ChunkMarks, Dropped, Sieve
 from k3forensics.timeline.smallfiles import BATCH_BYTES, BATCH_FILES, BatchReader, is_small
 from k3forensics.timeline.spool import Spool
 from k3forensics.timeline.times import (
+    STAMP_COLUMNS,
     FileClock,
     Stamp,
     file_times,
@@ -201,7 +202,7 @@ class TimelineBuild:
         for chunk in chunks:
             events = chunk.events.with_columns(pl.lit(reader.node, pl.Utf8).alias("node"))
             events = events.with_row_index("seq", offset=self.seq).with_columns(pl.col("seq").cast(pl.Int64))
-            offset, self.seq = self.seq, self.seq + events.height
+            self.seq += events.height
             events, before = state.clock.observe(events)
             if self.single_node:
                 self._note_nccl_hosts(events)
@@ -211,8 +212,7 @@ class TimelineBuild:
                                                      pl.lit(reader.info.file).alias("file")))
             if chunk.matched:
                 self._spool_part(events, before, state, sievable=True,
-                                 failures=None if chunk.failures is None else chunk.failures + offset,
-                                 gate=chunk.gate if self._sieve_gated else None)
+                                 gate=chunk.gate if self._sieve_gated else None, marks=chunk.marks)
                 continue
             self._pending.append((events, before, state, chunk.facts is None))  # sievable: a log's chunk
             self._pending_rows += events.height
@@ -221,18 +221,18 @@ class TimelineBuild:
         self._match_milestones()  # and before the next
         self._keep_side_columns()
 
-    def _match_chunk(self, events: pl.DataFrame, gate: pl.Series | None) -> tuple[pl.DataFrame, pl.Series | None]:
-        """What pass 1 matches on one log chunk, row by row, in the worker thread that parsed
-        it: the milestones (`milestone`, `step`) and the hits of the failures the sieve decides
-        now (their row numbers), so that the thread that numbers and spools the chunks, pass
-        1's critical path, does not. A traceback group cut by the chunk's edge is matched
-        again once the file is read (`_rematch_tracebacks`)."""
+    def _match_chunk(self, events: pl.DataFrame, gate: pl.Series | None) -> tuple[pl.DataFrame, ChunkMarks | None]:
+        """What pass 1 decides on one log chunk alone, in the worker thread that parsed it: the
+        milestones (`milestone`, `step`) and the sieve's marks (`Sieve.marks`), so that the
+        thread that numbers and spools the chunks, pass 1's critical path, does not. A
+        traceback group cut by the chunk's edge is matched again once the file is read
+        (`_rematch_tracebacks`)."""
         rows = events.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
         matched = milestone_column(rows, self.library, gate if self._milestone_literals is not None else None)
-        failures = None
-        if self.sieve is not None and self.spool.on_disk:  # else `Sieve.cut` finds them, if the spool spills
-            failures = self.sieve.failures(matched if gate is None or not self._sieve_gated else matched.filter(gate))
-        return matched.drop("seq"), failures
+        marks = None
+        if self.sieve is not None and self.spool.on_disk:  # else `_spool_part` marks it, if the spool spills
+            marks = self.sieve.marks(matched, gate=gate if self._sieve_gated else None)
+        return matched.drop("seq"), marks
 
     def _keep_side_columns(self) -> None:
         for frames, schema in ((self.facts, FACT_SCHEMA), (self.samples, SAMPLE_SCHEMA)):
@@ -286,23 +286,24 @@ class TimelineBuild:
             if failures is None and self._sieved(sievable, owner):
                 rest = matched.slice(start)
                 failures = self.sieve.failures(rest if sieve_gate is None else rest.filter(sieve_gate.slice(start)))  # type: ignore[union-attr]
-            self._spool_part(part, before, owner, sievable, failures,
-                             None if sieve_gate is None else sieve_gate.slice(start, events.height))
+            self._spool_part(part, before, owner, sievable,
+                             None if sieve_gate is None else sieve_gate.slice(start, events.height), failures)
         self._pending, self._pending_rows = [], 0
 
     def _sieved(self, sievable: bool, owner: Owner) -> bool:
         return sievable and self.sieve is not None and self.spool.on_disk and isinstance(owner, FileState)
 
     def _spool_part(self, part: pl.DataFrame, before: Stamp | None, owner: Owner, sievable: bool,
-                    failures: pl.Series | None, gate: pl.Series | None) -> None:
+                    gate: pl.Series | None, failures: pl.Series | None = None, marks: ChunkMarks | None = None) -> None:
         """One matched chunk (or a batch's part of one) noted, sieved when it may be, spooled.
-        `failures`, `gate`: as `Sieve.cut` takes them."""
+        `marks`: the sieve's marks of the part when known, else found from `gate` and `failures`
+        (as `Sieve.marks` takes them)."""
         self._note_milestones(part, before, owner)
         if self._sieved(sievable, owner):
             assert self.sieve is not None and isinstance(owner, FileState)
-            part, dropped = self.sieve.cut(part, before, failures, gate)
             owner.dropped = owner.dropped or Dropped()
-            owner.dropped.add(dropped)
+            part = self.sieve.cut(part, before, self.sieve.marks(part, failures, gate) if marks is None else marks,
+                                  owner.dropped)
         self.spool.add(part)
         self._spooled.append(owner)
 
@@ -312,9 +313,13 @@ class TimelineBuild:
         whole = isinstance(owner, FileBatch)  # whole traceback groups: matched right the first time
         grouped = pl.col("tb_group").is_not_null() if self.tracebacks_matter and not whole else pl.lit(False)
         wanted = pl.col("milestone").is_not_null() | grouped
-        if not events.select(wanted.any()).item():
+        rows = events.select(wanted).to_series()
+        if not rows.any():
             return
-        timed = stamps_before(events.filter(wanted | pl.col("ts").is_not_null()), before, by_file=whole)
+        # The stamps of the wanted lines, filled over a few columns of every line (a filter of the
+        # whole chunk would copy its text): the untimed lines fill nothing.
+        stamps = stamps_before(events.select("file", "ts", "ts_quality", "_wraps"), before, by_file=whole)
+        timed = events.filter(rows).hstack(stamps.select(STAMP_COLUMNS).filter(rows))
         self.milestones.append(timed.filter(pl.col("milestone").is_not_null() & ~grouped)
                                .select(list(_MILESTONE_COLUMNS)))
         if isinstance(owner, FileState) and self.tracebacks_matter:

@@ -23,6 +23,7 @@ from k3forensics.sources.base import FACT_SCHEMA, SAMPLE_SCHEMA, UTC_US, ParseCo
 from k3forensics.sources.logs import LOG_FORMATS, parse_log_frame
 from k3forensics.text import stripped
 from k3forensics.timeline.digest import gate_column
+from k3forensics.timeline.sieve import ChunkMarks
 from k3forensics.timeline.tracebacks import FileTracebacks, shapes
 
 HEAD_BYTES = 8192
@@ -63,9 +64,8 @@ class ParsedFile:
 
 
 # The matching a reader applies to each log chunk where it is parsed (`TimelineBuild._match_chunk`):
-# (events, gate lines) -> (the events with `milestone` and `step`, the row numbers of the
-# sieve's failure hits or None).
-Matching = Callable[[pl.DataFrame, "pl.Series | None"], "tuple[pl.DataFrame, pl.Series | None]"]
+# (events, gate lines) -> (the events with `milestone` and `step`, the sieve's marks or None).
+Matching = Callable[[pl.DataFrame, "pl.Series | None"], "tuple[pl.DataFrame, ChunkMarks | None]"]
 
 
 @dataclass
@@ -75,7 +75,7 @@ class ParsedChunk:
     facts: pl.DataFrame | None = None
     gate: pl.Series | None = None          # a log chunk's lines holding the reader's `gate` literals
     matched: bool = False                  # a log chunk matched by the reader's `matching`, which
-    failures: pl.Series | None = None      # found these row numbers' failure hits (None: not looked for)
+    marks: ChunkMarks | None = None        # gave these sieve marks (None: not sieved there)
 
 
 def head_of(lines: pl.DataFrame, column: str = "text") -> str:
@@ -208,8 +208,8 @@ class FileReader:
         gate = gate_column(events, self.gate) if self.gate is not None else None
         if self.matching is None:
             return ParsedChunk(events, gate=gate)
-        matched, failures = self.matching(events.with_columns(pl.lit(self.node, pl.Utf8).alias("node")), gate)
-        return ParsedChunk(matched, gate=gate, matched=True, failures=failures)
+        matched, marks = self.matching(events.with_columns(pl.lit(self.node, pl.Utf8).alias("node")), gate)
+        return ParsedChunk(matched, gate=gate, matched=True, marks=marks)
 
     def _document(self, document: ModuleType, lines: pl.DataFrame) -> ParsedChunk:
         result: ParseResult = document.parse(lines, self.ctx)

@@ -49,20 +49,31 @@ _TIMES_SCHEMA = pl.Schema({"yearless": pl.Boolean(), "_wraps": pl.Int32(), "low"
 
 
 @dataclass
+class ChunkMarks:
+    """What the sieve decides on one chunk of a log file alone (`Sieve.marks`), so that it can
+    be decided where the chunk is parsed; the file's milestones are decided in order (`cut`)."""
+
+    keep: pl.Series    # lines kept for what they hold or are near (null: kept too)
+    hosts: set[str]    # the host names the chunk's lines name (`hosts_named`)
+
+
+@dataclass
 class Dropped:
     """What the files table needs of a file's dropped lines, tallied in pass 1."""
 
-    COLUMNS = ("node", "parsed", "attrs", "ts", "ts_quality", "_wraps")  # what `add` reads
+    COLUMNS = ("parsed", "ts", "ts_quality", "_wraps")  # what `add` reads
 
     lines: int = 0
     parsed: int = 0
+    # The host names of the dropped lines' chunks: those of the kept lines are counted again
+    # in pass 2, so the files table's names are the same as the dropped lines' alone would give.
     hosts: set[str] = field(default_factory=set)
     times: list[pl.DataFrame] = field(default_factory=list)  # _TIMES_SCHEMA: raw extremes per year shift
 
-    def add(self, dropped: pl.DataFrame) -> None:
+    def add(self, dropped: pl.DataFrame, hosts: set[str]) -> None:
         self.lines += dropped.height
         self.parsed += int(dropped.get_column("parsed").sum())
-        self.hosts.update(host for _, host in hosts_named(dropped))
+        self.hosts.update(hosts)
         timed = dropped.filter(pl.col("ts").is_not_null())
         if timed.height:
             # Resolving a time shifts it by whole years (`in_year`), which keeps the order of the
@@ -162,27 +173,37 @@ class Sieve:
         lines may be only those holding `literals`)."""
         return hits_of(events, self.library, self._now).get_column("seq")
 
-    def cut(self, events: pl.DataFrame, before: Stamp | None, failures: pl.Series | None = None,
-            gate: pl.Series | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """(kept, dropped) lines of one chunk of one log file (pass-1 columns), the kept ones
-        with the stamps their `ts_order` is resolved from (`_ff_ts`, `_ff_yearless`, `_ff_wraps`).
-        `failures`: `self.failures` of these lines or more, when known; `gate`: the lines that
-        may hold `literals` (the others hold none), when known."""
+    def marks(self, events: pl.DataFrame, failures: pl.Series | None = None,
+              gate: pl.Series | None = None) -> ChunkMarks:
+        """What `cut` decides on these lines alone (one chunk of one log file, pass-1 columns
+        and `node`). `failures`: `self.failures` of these lines or more, when known; `gate`:
+        the lines that may hold `literals` (the others hold none), when known."""
         assert self._later is not None and self._near is not None, "check `usable` first"
-        events = stamps_before(events, before)
+        hosts = {host for _, host in hosts_named(events)}
         if events.height == 0:
-            return events, events
-        memory = self._milestones.setdefault(events.get_column("file")[0], MilestoneMemory())
+            return ChunkMarks(pl.Series([], dtype=pl.Boolean), hosts)
+        if failures is None:
+            failures = self.failures(events if gate is None else events.filter(gate))
         literal = _scattered(literal_lines(events.filter(gate), later=self._later, near=self._near), gate) \
             if gate is not None else literal_lines(events, later=self._later, near=self._near)
-        seq = events.get_column("seq")
-        failure = seq.is_in((self.failures(events) if failures is None else failures).implode())
+        failure = events.get_column("seq").is_in(failures.implode())
         near = near_lines(events.get_column("line_no"), (literal.get_column("near") | failure).fill_null(False))
         index = pl.int_range(pl.len())
         edges = (index < CONTEXT_LINES) | (index >= pl.len() - CONTEXT_LINES)
         alone = events.select(kept_for_itself(pl.lit(True)) | edges).to_series()
-        keep = (literal.get_column("later") | near | alone | memory.needed(events)).fill_null(True)
-        return events.filter(keep), events.select(Dropped.COLUMNS).filter(~keep)  # most go: copy only what is tallied
+        return ChunkMarks(literal.get_column("later") | near | alone, hosts)
+
+    def cut(self, events: pl.DataFrame, before: Stamp | None, marks: ChunkMarks, dropped: Dropped) -> pl.DataFrame:
+        """The kept lines of one chunk of one log file (pass-1 columns), with the stamps their
+        `ts_order` is resolved from (`_ff_ts`, `_ff_yearless`, `_ff_wraps`); the others are
+        tallied in `dropped`. `marks`: `self.marks` of these lines."""
+        events = stamps_before(events, before)
+        if events.height == 0:
+            return events
+        memory = self._milestones.setdefault(events.get_column("file")[0], MilestoneMemory())
+        keep = (marks.keep | memory.needed(events)).fill_null(True)
+        dropped.add(events.select(Dropped.COLUMNS).filter(~keep), marks.hosts)  # most go: copy only what is tallied
+        return events.filter(keep)
 
 
 def _scattered(found: pl.DataFrame, rows: pl.Series) -> pl.DataFrame:

@@ -135,7 +135,8 @@ class FileClock:
             prev = prev.fill_null(self.last_month)
         wrapped = (_YEARLESS & (_MONTH < prev - 6)).fill_null(False).cast(pl.Int32)
         out = events.with_columns((wrapped.cum_sum() + self.wraps).cast(pl.Int32).alias("_wraps"))
-        timed = out.filter(pl.col("ts").is_not_null()).select("ts", "ts_quality", "_wraps")
+        # Select before filtering: a filter copies every column it is given (the text ones too).
+        timed = out.select("ts", "ts_quality", "_wraps").filter(pl.col("ts").is_not_null())
         if timed.height:
             self._note(timed)
         return out, before
@@ -194,6 +195,9 @@ class FileClock:
         if last.len():
             self.carried = last[-1]
         return out
+
+
+STAMP_COLUMNS = ["_ff_ts", "_ff_yearless", "_ff_wraps"]  # what `stamps_before` adds
 
 
 def stamps_before(events: pl.DataFrame, carry: Stamp | None, by_file: bool = False) -> pl.DataFrame:
