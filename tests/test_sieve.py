@@ -15,6 +15,7 @@ from noisy_bundles import with_nccl_noise
 from k3forensics.library.model import PHASES
 from k3forensics.sources.base import UTC_US
 from k3forensics.timeline.build import TimelineBuild
+from k3forensics.timeline.nodes import host_names, hosts_named
 from k3forensics.timeline.phases import FilePhases
 from k3forensics.timeline.sieve import Dropped, MilestoneMemory, Sieve
 
@@ -40,6 +41,13 @@ def test_without_a_spool_on_disk_nothing_is_dropped(tmp_path: Path, library) -> 
     build = TimelineBuild(bundle, library, chunk_bytes=64 << 10, sieve=Sieve(library))  # in memory
     build.read()
     assert all(s.dropped is None for s in build.files)
+
+
+def test_a_chunks_host_names_are_those_its_lines_name() -> None:
+    attrs = ['{"host":"gpu-1","pid":3}', '{"host":"gpu-1","pid":4}', '{"host":"h\u00f6st-2"}', '{"src":"x.py:1"}',
+             '{"msg":"\\"host\\": not a member"}', None, '{"host":null}']
+    frame = pl.DataFrame({"node": ["n"] * len(attrs), "attrs": attrs}, schema={"node": pl.Utf8, "attrs": pl.Utf8})
+    assert host_names(frame.get_column("attrs")) == {h for _, h in hosts_named(frame)} == {"gpu-1", "h\u00f6st-2"}
 
 
 def test_dropped_times_resolve_across_new_year() -> None:

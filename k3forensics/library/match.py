@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import polars as pl
@@ -139,6 +140,12 @@ class SignatureCost:
     prefilter: str = ""
 
 
+@lru_cache(maxsize=4096)  # conditions are frozen dataclasses: each is walked once
+def refers_to(condition: Node) -> tuple[str, ...]:
+    """The signatures a condition's `within … of hit` tests refer to."""
+    return tuple(n.signature for n in walk(condition) if isinstance(n, WithinHit))
+
+
 @dataclass
 class Matcher:
     """Prefiltered matching over one events frame (see module doc)."""
@@ -152,6 +159,7 @@ class Matcher:
     def __post_init__(self) -> None:
         self.frame = _with_needed(self.events).with_columns(text_column(self.events.get_column("line")))
         self._pool: pl.DataFrame | None = None
+        self._no_lines = self.frame.select("seq", "source").clear()  # the hits of a signature no line can match
         self._candidates: dict[str, pl.Series] = {}  # per signature: the pool rows holding its literals
         self._traceback_lines: pl.DataFrame | None = None
         self._rows: dict[str, pl.Series] = {}
@@ -211,7 +219,7 @@ class Matcher:
             if sig_id in out or sig_id not in self.library.signatures:
                 continue
             out.append(sig_id)
-            todo += [n.signature for n in walk(self.library.signatures[sig_id].condition) if isinstance(n, WithinHit)]
+            todo += refers_to(self.library.signatures[sig_id].condition)
         return out
 
     # -- evaluation ------------------------------------------------------------------------------
@@ -219,7 +227,7 @@ class Matcher:
     def _batch(self, ids: list[str]) -> None:
         """Signatures without `within … of hit`, all at once over their candidate lines, when
         those are few: one polars pass instead of one per signature."""
-        simple = [i for i in ids if not any(isinstance(n, WithinHit) for n in walk(self.library.signatures[i].condition))]
+        simple = [i for i in ids if not refers_to(self.library.signatures[i].condition)]
         for scope in (self._dense([i for i in simple if self.library.literals(i) is not None]),
                       [i for i in simple if self.library.literals(i) is None]):
             frame = self._pool if scope and self.library.literals(scope[0]) is not None else self.frame
@@ -258,12 +266,11 @@ class Matcher:
         self._stack.append(sig_id)
         try:
             condition = self.library.signatures[sig_id].condition
-            others = {n.signature: self.condition_rows(n.signature) for n in walk(condition)
-                      if isinstance(n, WithinHit)}
+            others = {other: self.condition_rows(other) for other in refers_to(condition)}
             started = self.clock()
             if self._pool is not None and self.library.literals(sig_id) is not None and not others \
                     and sig_id not in self._candidates:
-                found = self._pool.select("seq", "source").clear()  # no line holds its literals
+                found = self._no_lines  # no line holds its literals
                 candidates = 0
             else:
                 expr = PrefilterCompiler(self).compile(condition).fill_null(False)

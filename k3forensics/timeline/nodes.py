@@ -20,6 +20,14 @@ def node_of_paths(paths: list[str]) -> dict[str, str]:
     return {p: DEFAULT_NODE for p in paths}
 
 
+def host_names(attrs: pl.Series) -> set[str]:
+    """The host names an `attrs` column names (one node's lines: `hosts_named` without the
+    node). Its distinct values are searched: an NCCL-heavy chunk holds few."""
+    distinct = attrs.unique()
+    hosted = distinct.filter(distinct.str.contains('"host":', literal=True))
+    return set(hosted.str.json_path_match("$.host").drop_nulls().to_list())
+
+
 def hosts_named(events: pl.DataFrame) -> set[tuple[str, str]]:
     """The (node, host name) pairs the lines' `attrs` name (NCCL lines carry their host)."""
     hosted = events.filter(pl.col("attrs").str.contains('"host":', literal=True))

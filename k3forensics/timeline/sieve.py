@@ -39,7 +39,7 @@ from k3forensics.timeline.digest import (
     literal_lines,
     near_lines,
 )
-from k3forensics.timeline.nodes import hosts_named
+from k3forensics.timeline.nodes import host_names
 from k3forensics.timeline.times import Stamp, resolved, stamps_before
 
 _FAILURES = (Role.PRIMARY, Role.SECONDARY)
@@ -54,7 +54,7 @@ class ChunkMarks:
     be decided where the chunk is parsed; the file's milestones are decided in order (`cut`)."""
 
     keep: pl.Series    # lines kept for what they hold or are near (null: kept too)
-    hosts: set[str]    # the host names the chunk's lines name (`hosts_named`)
+    hosts: set[str]    # the host names the chunk's lines name (`host_names`)
 
 
 @dataclass
@@ -175,11 +175,11 @@ class Sieve:
 
     def marks(self, events: pl.DataFrame, failures: pl.Series | None = None,
               gate: pl.Series | None = None) -> ChunkMarks:
-        """What `cut` decides on these lines alone (one chunk of one log file, pass-1 columns
-        and `node`). `failures`: `self.failures` of these lines or more, when known; `gate`:
+        """What `cut` decides on these lines alone (one chunk of one log file, pass-1
+        columns). `failures`: `self.failures` of these lines or more, when known; `gate`:
         the lines that may hold `literals` (the others hold none), when known."""
         assert self._later is not None and self._near is not None, "check `usable` first"
-        hosts = {host for _, host in hosts_named(events)}
+        hosts = host_names(events.get_column("attrs"))
         if events.height == 0:
             return ChunkMarks(pl.Series([], dtype=pl.Boolean), hosts)
         if failures is None:
