@@ -80,10 +80,14 @@ def test_digest_of_a_database_equals_its_full_read(name: str, tmp_path: Path, mo
     assert _dump({**to_contract(small), "bundle": None}) == _dump({**from_bundle, "bundle": None})
 
 
+@pytest.mark.parametrize("scanned", [False, True], ids=["lines", "texts-scanned-while-parsing"])
 @pytest.mark.parametrize("share", [0.0, 1.0], ids=["every-line", "distinct-lines"])
-def test_the_gate_column_marks_what_literal_lines_marks(share: float, monkeypatch: pytest.MonkeyPatch, library) -> None:
-    """The gate a worker thread computes for a chunk, each distinct line once, equals the scan
-    of every line: literals (folded ones in any case), ANSI colour, traceback lines, nulls."""
+def test_the_gate_column_marks_what_literal_lines_marks(share: float, scanned: bool, monkeypatch: pytest.MonkeyPatch,
+                                                        library) -> None:
+    """The gate a worker thread computes for a chunk, each distinct line once (or from each
+    distinct text's scan made while parsing), equals the scan of every line: literals (folded
+    ones in any case), ANSI colour and its remnants, traceback lines, nulls."""
+    from k3forensics.text import stripped
     from k3forensics.timeline.build import TimelineBuild
     from k3forensics.timeline.sieve import Sieve
 
@@ -92,15 +96,24 @@ def test_the_gate_column_marks_what_literal_lines_marks(share: float, monkeypatc
     texts = [line for path in sorted(ROOT.glob("samples/*/bundle/**/*.log"))
              for line in path.read_text(encoding="utf-8").splitlines()]
     folded = sorted(gate.folded)[0]
-    texts += [folded.upper(), f"\x1b[31m{folded.swapcase()}\x1b[0m", "plain", None]
+    # A colour remnant without its ESC: the text holds a literal, the line as matched does not.
+    remnant = next(r for r in (f"{s.partition(' ')[0]}[0m {s.partition(' ')[2]}" for s in sorted(gate.exact)
+                               if " " in s.strip())
+                   if not digest_module.literal_lines(pl.DataFrame({"line": [r], "tb_group": [None]}), gate=gate)["gate"][0])
+    texts += [folded.upper(), f"\x1b[31m{folded.swapcase()}\x1b[0m", f"^[[31m{folded}", remnant, remnant, "plain", None]
     lines = texts * 2
     events = pl.DataFrame({"line": lines, "tb_group": [7 if i % 5 == 0 else None for i in range(len(lines))]},
                           schema={"line": pl.Utf8, "tb_group": pl.Int64})
+    events = events.with_columns(stripped(events.get_column("line")).alias("text"))
     monkeypatch.setattr("k3forensics.text.REPEATS_SHARE", share)
-    got = digest_module.gate_column(events, gate)
+    scan = digest_module.gate_scan(events.get_column("text").fill_null(""), gate).get_column(digest_module.GATE_SCAN) \
+        if scanned else None
+    got = digest_module.gate_column(events, gate, scan)
     expected = digest_module.literal_lines(events, gate=gate).get_column("gate")
     assert got.to_list() == expected.to_list()
     assert 0 < got.sum() < got.len()
+    at = next(i for i, line in enumerate(lines) if line == remnant and i % 5)  # not a traceback line
+    assert not got[at] and (scan is None or scan[at])
 
 
 @pytest.mark.parametrize("spill", ["from-the-start", "mid-way"])

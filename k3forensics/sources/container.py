@@ -261,7 +261,9 @@ class BareLines:
 
     @classmethod
     def of(cls, frame: pl.DataFrame, kind: Envelope) -> BareLines:
-        hits = frame.filter(~pl.col("_shape").fill_null(False) & (pl.col("line").str.strip_chars() != ""))
+        # The envelope is missing on few lines: only those are stripped to tell the blank ones.
+        bare = frame.filter(~pl.col("_shape").fill_null(False))
+        hits = bare.filter(pl.col("line").str.strip_chars() != "")
         if hits.is_empty():
             return cls(kind)
         return cls(kind, hits.height, hits["file"][0], hits["line_no"][0])

@@ -37,13 +37,19 @@ def parse_log(lines: pl.DataFrame, ctx: ParseContext, formats: list[LineFormat] 
 
 
 def parse_log_frame(lines: pl.DataFrame, formats: list[LineFormat],
-                    per_message: MessageColumns | None = None) -> pl.DataFrame:
+                    per_message: MessageColumns | None = None, per_text: MessageColumns | None = None) -> pl.DataFrame:
     """`parse_log_lazy` without the traceback annotation, computed eagerly: the process prefix
     only on lines that can hold one, each format only on the lines no earlier one took, each
-    distinct text once when texts repeat (`per_distinct`). `per_message`: more columns that
-    depend on the message alone (the traceback shapes), computed with the fields."""
+    distinct text once when texts repeat (`per_distinct`). `per_message`, `per_text`: more
+    columns that depend on the message (the traceback shapes) or the text alone, computed
+    with the fields."""
     text = lines.get_column("text").fill_null("")
-    fields = per_distinct(text, lambda texts: text_fields(texts, formats, per_message))
+
+    def fields_of(texts: pl.Series) -> pl.DataFrame:
+        fields = text_fields(texts, formats, per_message)
+        return fields.hstack(per_text(texts)) if per_text is not None else fields
+
+    fields = per_distinct(text, fields_of)
     # The container envelope's time is when the line was written: it beats the inner one.
     return lines.hstack(fields).with_columns(
         pl.when(pl.col("outer_ts").is_not_null()).then(pl.col("ts")).otherwise(None).alias("inner_ts"),

@@ -172,15 +172,32 @@ def literal_lines(events: pl.DataFrame, **literals: Literals) -> pl.DataFrame:
                        .alias(name) for name, found in literals.items())
 
 
-def gate_column(events: pl.DataFrame, literals: Literals) -> pl.Series:
-    """`literal_lines(events, gate=literals)`'s column, each distinct line scanned once."""
+GATE_SCAN = "_gate"  # the column `gate_scan` gives
+
+
+def gate_scan(texts: pl.Series, literals: Literals) -> pl.DataFrame:
+    """Per text, whether it holds one of the `literals` strings (`literal_lines` of texts taken
+    as lines; the traceback part of `literals` aside), as the column GATE_SCAN."""
+    strings = replace(literals, in_traceback=False)
+    scanned = pl.DataFrame({"line": texts, "tb_group": pl.repeat(None, texts.len(), dtype=pl.Int64, eager=True)})
+    return literal_lines(scanned, **{GATE_SCAN: strings})
+
+
+def gate_column(events: pl.DataFrame, literals: Literals, scanned: pl.Series | None = None) -> pl.Series:
+    """`literal_lines(events, gate=literals)`'s column, each distinct line scanned once.
+    `scanned`: `gate_scan` of each line's `text` (the line without ANSI colour, `text.stripped`),
+    computed while parsing. The matcher strips colour only from lines holding an ESC, so a line
+    whose text is not the line itself (colour, or its remnants) is scanned again as it stands."""
     lines = events.get_column("line").fill_null("")
     found = pl.repeat(False, lines.len(), eager=True)
     if literals.strings:
-        strings = replace(literals, in_traceback=False)
-        found = per_distinct(lines, lambda distinct: literal_lines(
-            pl.DataFrame({"line": distinct, "tb_group": pl.repeat(None, distinct.len(), dtype=pl.Int64, eager=True)}),
-            gate=strings)).get_column("gate")
+        if scanned is None:
+            found = per_distinct(lines, lambda distinct: gate_scan(distinct, literals)).get_column(GATE_SCAN)
+        else:
+            found = scanned.fill_null(False)
+            changed = (events.get_column("text").fill_null("") != lines).arg_true()
+            if changed.len():
+                found = found.scatter(changed, gate_scan(lines.gather(changed), literals).get_column(GATE_SCAN))
     if literals.in_traceback:
         found = found | events.get_column("tb_group").is_not_null()
     return found.alias("gate")

@@ -22,7 +22,7 @@ from k3forensics.sources import container, detect_document, detect_log
 from k3forensics.sources.base import FACT_SCHEMA, SAMPLE_SCHEMA, UTC_US, ParseContext, ParseResult
 from k3forensics.sources.logs import LOG_FORMATS, parse_log_frame
 from k3forensics.text import stripped
-from k3forensics.timeline.digest import gate_column
+from k3forensics.timeline.digest import GATE_SCAN, gate_column, gate_scan
 from k3forensics.timeline.sieve import ChunkMarks
 from k3forensics.timeline.tracebacks import FileTracebacks, shapes
 
@@ -200,12 +200,16 @@ class FileReader:
         return out
 
     def _log_chunk(self, lines: pl.DataFrame) -> ParsedChunk:
-        events = parse_log_frame(lines, LOG_FORMATS, per_message=shapes)
-        events = self.tracebacks.annotate(events)
+        gate_literals = self.gate
+        # The gate's scan runs with the parsing, once per distinct text.
+        per_text = (lambda texts: gate_scan(texts, gate_literals)) if gate_literals and gate_literals.strings else None
+        events = self.tracebacks.annotate(parse_log_frame(lines, LOG_FORMATS, per_message=shapes, per_text=per_text))
         named = events.filter(pl.col("parsed") & (pl.col("source") != "generic")).get_column("source")
         self.info.sources.update(dict(named.value_counts().iter_rows()))
+        gate = None
+        if gate_literals is not None:
+            gate = gate_column(events, gate_literals, events.get_column(GATE_SCAN) if per_text else None)
         events = conform(events, lines)
-        gate = gate_column(events, self.gate) if self.gate is not None else None
         if self.matching is None:
             return ParsedChunk(events, gate=gate)
         matched, marks = self.matching(events.with_columns(pl.lit(self.node, pl.Utf8).alias("node")), gate)
