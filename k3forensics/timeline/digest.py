@@ -194,7 +194,7 @@ def gate_column(events: pl.DataFrame, literals: Literals, scanned: pl.Series | N
         if scanned is None:
             found = per_distinct(lines, lambda distinct: gate_scan(distinct, literals)).get_column(GATE_SCAN)
         else:
-            found = scanned.fill_null(False)
+            found = scanned.fill_null(False).clone()  # `scatter` writes into its series
             changed = (events.get_column("text").fill_null("") != lines).arg_true()
             if changed.len():
                 found = found.scatter(changed, gate_scan(lines.gather(changed), literals).get_column(GATE_SCAN))
