@@ -283,9 +283,9 @@ class TimelineBuild:
         for events, before, owner, sievable in self._pending:
             start, offset = offset, offset + events.height
             part = matched.slice(start, events.height)
-            if failures is None and self._sieved(sievable, owner):
+            if failures is None and self.sieve is not None and self._sieved(sievable, owner):
                 rest = matched.slice(start)
-                failures = self.sieve.failures(rest if sieve_gate is None else rest.filter(sieve_gate.slice(start)))  # type: ignore[union-attr]
+                failures = self.sieve.failures(rest if sieve_gate is None else rest.filter(sieve_gate.slice(start)))
             self._spool_part(part, before, owner, sievable,
                              None if sieve_gate is None else sieve_gate.slice(start, events.height), failures)
         self._pending, self._pending_rows = [], 0
