@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from k3forensics.cli import allocator  # noqa: F401  (before polars is imported)
 from k3forensics.cli.main import cli
 
 
