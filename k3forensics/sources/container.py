@@ -117,8 +117,28 @@ def detect(head: str) -> bool:
 
 def _parse_ts(text: pl.Series) -> pl.Series:
     """RFC 3339 with any zone form (Z, +08:00, +0800) to UTC microseconds; bad text gives null.
-    Three strict formats beat normalising the text first; the Z form (the common case) is tried
-    on every line, the other two only on the lines it did not read."""
+
+    The usual stamp (``2026-09-14T06:00:01.110000000Z``: docker, CRI, kubectl) is read in two
+    parts: its first 19 characters by polars' fixed-width parser, its fraction as digits (a
+    general format with ``%.f`` costs four times as much, most of the envelope's time). What
+    is not of that shape takes the general formats (`_parse_rfc3339`)."""
+    frame = pl.DataFrame({"t": text})
+    fraction = pl.col("t").str.slice(19)
+    seconds = pl.col("t").str.slice(0, 19).str.to_datetime("%Y-%m-%dT%H:%M:%S", time_unit="us", strict=False)
+    # The fraction truncated to microseconds, as the general parser does.
+    micros = fraction.str.strip_suffix("Z").str.slice(1, 6).str.pad_end(6, "0").cast(pl.Int64, strict=False)
+    usual = fraction.str.contains(r"^(?:\.[0-9]{1,9})?Z$") & seconds.is_not_null()
+    out = frame.select(pl.when(usual).then(seconds + pl.duration(microseconds=micros))
+                       .dt.replace_time_zone("UTC").cast(UTC_US)).to_series()
+    rest = (out.is_null() & text.is_not_null()).arg_true()
+    if rest.len():
+        out = out.scatter(rest, _parse_rfc3339(text.gather(rest)))
+    return out
+
+
+def _parse_rfc3339(text: pl.Series) -> pl.Series:
+    """`_parse_ts` by general formats. Three strict formats beat normalising the text first;
+    the Z form is tried on every line, the other two only on the lines it did not read."""
     def parse(expr: pl.Expr, fmt: str) -> pl.Expr:
         return expr.str.to_datetime(fmt, time_unit="us", time_zone="UTC", strict=False)
 

@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from k3forensics.sources import container
 from k3forensics.sources.base import LINE_SCHEMA, lines_frame
@@ -199,3 +201,36 @@ def test_empty_frame_and_unknown_kind() -> None:
 
 def test_module_is_a_registry_entry() -> None:
     assert container.NAME == "container"
+
+
+# -- envelope times: the usual stamp read in two parts equals the general formats ---------------
+
+_STAMPS = ["2026-09-14T06:00:01.110000000Z", "1969-12-31T23:59:59.999999999Z", "1900-01-01T00:00:00Z",
+           "2026-09-14T06:00:01.5Z", "2026-09-14T06:00:01.1234567Z", "2024-02-29T23:59:60Z",
+           "2024-12-31T24:00:00Z", "2026-02-29T00:00:00Z", "2026-09-14T06:00:01.1234567891Z",
+           "2026-09-14T06:00:01.Z", "2026-09-14T06:00:01.123+08:00", "2026-09-14T06:00:01-0030",
+           "0001-01-01T00:00:00.000001Z", "2026-9-14T06:00:01.5Z", "+2026-09-14T06:00:01Z",
+           "2026-09-14t06:00:01Z", "2026-09-14T06:00:01z", " 2026-09-14T06:00:01Z", "2026-09-14T06:00:01.5ZZ"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(_STAMPS),
+                          st.lists(st.tuples(st.integers(0, 40), st.sampled_from("0123456789-T:.Z+ zé/"),
+                                             st.sampled_from(["set", "insert", "delete"])), max_size=3)),
+                min_size=1, max_size=40))
+def test_envelope_times_read_in_two_parts_equal_the_general_formats(edits: list[tuple[str, list]]) -> None:
+    texts = [*_STAMPS, None]
+    for stamp, changes in edits:
+        chars = list(stamp)
+        for at, char, how in changes:
+            at = min(at, len(chars))
+            if how == "insert":
+                chars.insert(at, char)
+            elif chars and at < len(chars):
+                chars[at:at + 1] = [char] if how == "set" else []
+        texts.append("".join(chars))
+    series = pl.Series("t", texts, pl.Utf8)
+    fast, general = container._parse_ts(series), container._parse_rfc3339(series)
+    assert fast.to_list() == general.to_list()
+    assert fast[0] == datetime(2026, 9, 14, 6, 0, 1, 110000, UTC)
+    assert fast[1] == datetime(1969, 12, 31, 23, 59, 59, 999999, UTC)  # truncated, not rounded
