@@ -74,8 +74,11 @@ PARSE_WORKERS = 3
 
 # The events table's columns, in order (the whole-bundle computation adds them in this order).
 EVENT_ORDER = ["seq", *FRAME_COLUMNS, "node", "ts_order", "milestone", "step", "phase"]
-_MILESTONE_COLUMNS = {"seq": pl.Int64, "file": pl.Utf8, "node": pl.Utf8, "milestone": pl.Utf8,
-                      "_ff_ts": UTC_US, "_ff_yearless": pl.Boolean, "_ff_wraps": pl.Int32}
+# The milestone lines pass 1 keeps (millions in a large bundle: every served request is one):
+# their text columns hold a few distinct values each, as categories a third of the memory.
+_MILESTONE_COLUMNS = {"seq": pl.Int64(), "file": pl.Categorical(), "node": pl.Categorical(),
+                      "milestone": pl.Categorical(), "_ff_ts": UTC_US, "_ff_yearless": pl.Boolean(),
+                      "_ff_wraps": pl.Int32()}
 
 
 @dataclass
@@ -320,8 +323,7 @@ class TimelineBuild:
         # whole chunk would copy its text): the untimed lines fill nothing.
         stamps = stamps_before(events.select("file", "ts", "ts_quality", "_wraps"), before, by_file=whole)
         timed = events.filter(rows).hstack(stamps.select(STAMP_COLUMNS).filter(rows))
-        self.milestones.append(timed.filter(pl.col("milestone").is_not_null() & ~grouped)
-                               .select(list(_MILESTONE_COLUMNS)))
+        self.milestones.append(_milestone_rows(timed.filter(pl.col("milestone").is_not_null() & ~grouped)))
         if isinstance(owner, FileState) and self.tracebacks_matter:
             owner.traceback_lines.append(_compact(timed.filter(grouped)))
 
@@ -334,7 +336,7 @@ class TimelineBuild:
         state.traceback_lines = []
         fixed = milestone_column(rows.drop("milestone", "step"), self.library)
         state.corrected = fixed.select("seq", "milestone", "step")
-        self.milestones.append(fixed.filter(pl.col("milestone").is_not_null()).select(list(_MILESTONE_COLUMNS)))
+        self.milestones.append(_milestone_rows(fixed.filter(pl.col("milestone").is_not_null())))
 
     def _note_nccl_hosts(self, events: pl.DataFrame) -> None:
         hosts = events.filter((pl.col("source") == "nccl") & pl.col("attrs").str.contains('"host":', literal=True))
@@ -375,14 +377,25 @@ class TimelineBuild:
         return None
 
     def _milestone_times(self, times: pl.DataFrame) -> pl.DataFrame:
-        """The milestone lines with their `ts_order`, resolved as pass 2 will resolve them
-        (`times`: each file's year and resolved first time, from `file_times`)."""
-        schema = {**_MILESTONE_COLUMNS, "ts_order": UTC_US}
-        if not self.milestones:
-            return pl.DataFrame(schema=schema)
-        rows = pl.concat(self.milestones).sort("seq").join(times, on="file", how="left", maintain_order="left")
+        """The milestone lines (file, node, milestone, as categories) with their `ts_order`,
+        resolved as pass 2 will resolve them (`times`: each file's year and resolved first
+        time, from `file_times`), in `seq` order. A large bundle has millions (every served
+        request): each part is resolved to these columns and let go before the next, rather
+        than all of them concatenated, sorted and joined in several copies at once."""
+        columns = ["seq", "file", "node", "milestone"]
+        schema = {**{c: _MILESTONE_COLUMNS[c] for c in columns}, "ts_order": UTC_US}
         own = resolved(pl.col("_ff_ts"), pl.col("_ff_yearless"), pl.col("year") + pl.col("_ff_wraps"))
-        return rows.with_columns(pl.coalesce(own, pl.col("first")).alias("ts_order")).drop("year", "first")
+        times = times.with_columns(pl.col("file").cast(pl.Categorical))
+        parts, self.milestones = self.milestones, []
+        parts.reverse()
+        done = [pl.DataFrame(schema=schema)]
+        while parts:  # a loop over chunks
+            part = parts.pop().join(times, on="file", how="left", maintain_order="left")
+            done.append(part.select(*columns, pl.coalesce(own, pl.col("first")).cast(UTC_US).alias("ts_order")))
+        rows = pl.concat(done)
+        done.clear()
+        # Traceback lines matched again once their file was read come after the file's chunks.
+        return (rows if rows.get_column("seq").is_sorted() else rows.sort("seq")).drop("seq")
 
     # -- pass 2 ---------------------------------------------------------------------------------
 
@@ -490,6 +503,10 @@ def _widen(state: FileState, low: datetime, high: datetime) -> None:
 # Batched files share these: their clocks and tracebacks are handled batch-wide.
 _UNUSED_CLOCK = FileClock()
 _UNUSED_TRACEBACKS = FileTracebacks("", whole_files=True)
+
+
+def _milestone_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.select(pl.col(name).cast(dtype) for name, dtype in _MILESTONE_COLUMNS.items())
 
 
 def _compact(frame: pl.DataFrame) -> pl.DataFrame:

@@ -78,9 +78,12 @@ class MilestoneMap:
 def milestone_map(milestones: pl.DataFrame) -> MilestoneMap:
     """From the milestone lines (file, node, ts_order, milestone; any order of seq kept)."""
     rows = milestones.filter(pl.col("milestone").is_not_null())
+    # A large bundle has millions (every served request): node and phase are categories while
+    # they are sorted and thinned (a third of the memory of text), text again once few.
     timeline = (
         rows.filter(pl.col("ts_order").is_not_null())
-        .select("node", "ts_order", pl.col("milestone").alias("_node_phase"))
+        .select(pl.col("node").cast(pl.Categorical), "ts_order",
+                pl.col("milestone").cast(pl.Categorical).alias("_node_phase"))
         .sort("ts_order")
     )
     rank = {p: i for i, p in enumerate(PHASES)}
@@ -90,11 +93,16 @@ def milestone_map(milestones: pl.DataFrame) -> MilestoneMap:
     never_ready = frozenset(n for n, r in top.iter_rows() if r is not None and r < READY_RANK)
     # A headless node follows the head once its own start-up reached engine_init (module doc).
     followers = set(timeline.filter((pl.col("_node_phase") == PHASES[ENGINE_RANK])
-                                    & pl.col("node").is_in(list(never_ready))).get_column("node").to_list())
+                                    & pl.col("node").is_in(list(never_ready))).get_column("node").cast(pl.Utf8).to_list())
     ready = timeline.filter(pl.col("_node_phase").is_in(PHASES[READY_RANK:]))
     heads = ready.filter(~pl.col("node").is_in(list(followers))).drop("node") if followers else ready.clear().drop("node")
-    return MilestoneMap(changes(timeline, by="node"), frozenset(rows.get_column("file").to_list()),
-                        changes(heads), never_ready, changes(timeline.drop("node")))
+    files = frozenset(rows.get_column("file").unique().to_list())  # millions of rows, few files
+    return MilestoneMap(_as_text(changes(timeline, by="node")), files,
+                        _as_text(changes(heads)), never_ready, _as_text(changes(timeline.drop("node"))))
+
+
+def _as_text(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(pl.col(pl.Categorical).cast(pl.Utf8))
 
 
 def changes(timeline: pl.DataFrame, by: str | None = None) -> pl.DataFrame:
