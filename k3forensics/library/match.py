@@ -252,9 +252,12 @@ class Matcher:
         line when the served-request milestone is matched) is cheaper on its own candidates."""
         if self._pool is None or not self._candidates:
             return []
+        # A signature without candidates is left out: no line holds its literals, so it has
+        # no hits (`condition_rows`), and compiling its expression would cost the most here.
+        held = [i for i in ids if i in self._candidates]
         if self._pool.height <= SMALL_POOL:  # few lines: one call beats one per signature
-            return ids
-        return [i for i in ids if i in self._candidates and self._candidates[i].len() * DENSE_SHARE >= self._pool.height]
+            return held
+        return [i for i in held if self._candidates[i].len() * DENSE_SHARE >= self._pool.height]
 
     def condition_rows(self, sig_id: str) -> pl.Series:
         """The seq of every line where the signature's condition holds (its `sources` aside)."""
