@@ -7,7 +7,6 @@ latency quantiles. Thresholds are module constants, documented in docs/VERDICTS.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 
 import polars as pl
@@ -123,31 +122,24 @@ def _from_metrics(samples: pl.DataFrame) -> LoadEvidence:
     return ev
 
 
+_STATS_FIELDS = {"kv_usage_pct": 0.01, "running": 1.0, "waiting": 1.0, "preemptions": 1.0}  # capture: scale
+
+
 def _from_stats(stats: pl.DataFrame) -> LoadEvidence:
-    caps = stats.sort("ts_order", "seq", nulls_last=True).get_column("captures").to_list()
-    rows = [json.loads(c) if c else {} for c in caps]
-
-    def column(name: str, scale: float = 1.0) -> pl.Series:
-        return pl.Series([_num(r.get(name), scale) for r in rows], dtype=pl.Float64).drop_nulls()
-
-    kv, running, waiting, preempt = (column("kv_usage_pct", 0.01), column("running"), column("waiting"),
-                                     column("preemptions"))
-    ev = LoadEvidence("stats_lines", points=len(rows))
+    """From the stats lines' captures (JSON of text values), in time order: a line per point."""
+    captures = pl.col("captures").replace("", None).str.json_decode(pl.Struct(dict.fromkeys(_STATS_FIELDS, pl.Utf8)))
+    points = stats.sort("ts_order", "seq", nulls_last=True).select(
+        (captures.struct.field(name).cast(pl.Float64, strict=False) * scale).alias(name)
+        for name, scale in _STATS_FIELDS.items())
+    kv, running, waiting, preempt = (points.get_column(name).drop_nulls() for name in _STATS_FIELDS)
+    ev = LoadEvidence("stats_lines", points=points.height)
     ev.peak_running = float(running.max()) if running.len() else None  # type: ignore[arg-type]
     ev.peak_waiting = float(waiting.max()) if waiting.len() else None  # type: ignore[arg-type]
     ev.peak_kv_usage = float(kv.max()) if kv.len() else None  # type: ignore[arg-type]
     ev.high_kv_share = _share(kv, HIGH_KV) if kv.len() else None
-    pairs = [(_num(r.get("waiting"), 1.0), _num(r.get("running"), 1.0)) for r in rows]
-    ev.standing_queue = _standing_run(pairs)
+    ev.standing_queue = _standing_run(points.get_column("waiting"), points.get_column("running"))
     ev.preemptions = float(preempt.max()) if preempt.len() else None  # type: ignore[arg-type]
     return ev
-
-
-def _num(value: object, scale: float) -> float | None:
-    try:
-        return float(value) * scale  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
 
 
 def _max(frame: pl.DataFrame) -> float | None:
@@ -163,21 +155,15 @@ def _standing(waiting: pl.DataFrame, running: pl.DataFrame) -> bool:
         return False
     joined = waiting.join(running.select("node", "ts", pl.col("value").alias("running")), on=["node", "ts"],
                           how="left").sort("node", "labels", "ts")
-    return any(_standing_run(list(zip(s.get_column("value").to_list(), s.get_column("running").to_list(),
-                                      strict=True)))
-               for s in joined.partition_by("node", "labels"))
+    return any(_standing_run(s.get_column("value"), s.get_column("running"))
+               for s in joined.partition_by("node", "labels"))  # a loop over series, not points
 
 
-def _standing_run(pairs: list[tuple[float | None, float | None]]) -> bool:
-    """(waiting, running) per point: a queue that holds for QUEUE_POINTS points in a row."""
-    queued = [1.0 if w is not None and w >= max(QUEUE_MIN, QUEUE_SHARE * (r or 0)) else 0.0 for w, r in pairs]
-    return _run_length(queued) >= QUEUE_POINTS
-
-
-def _run_length(values: list[float]) -> int:
-    """The longest run of consecutive points with someone waiting."""
-    best = run = 0
-    for value in values:
-        run = run + 1 if value and value > 0 else 0
-        best = max(best, run)
-    return best
+def _standing_run(waiting: pl.Series, running: pl.Series) -> bool:
+    """Waiting and running counts per point, in time order: a queue (at least QUEUE_MIN
+    waiting, and QUEUE_SHARE of the running count) that holds for QUEUE_POINTS points in a
+    row. A point without a waiting count breaks the run."""
+    needed = pl.max_horizontal(pl.lit(float(QUEUE_MIN)), QUEUE_SHARE * pl.col("r").fill_null(0.0))
+    queued = pl.DataFrame({"w": waiting, "r": running}).select((pl.col("w") >= needed).fill_null(False)).to_series()
+    runs = queued.rle().struct.unnest().filter(pl.col("value"))
+    return runs.height > 0 and int(runs.get_column("len").max()) >= QUEUE_POINTS  # type: ignore[arg-type]
