@@ -226,12 +226,12 @@ def from_stats_lines(hits: pl.DataFrame) -> Observed | None:
     if hits.height == 0 or "signature" not in hits.columns:
         return None
     stats = hits.filter(pl.col("signature") == STATS_LINE).sort("ts_order", "seq", nulls_last=True)
-    rates = [json.loads(c or "{}").get("prefix_hit_pct") for c in stats.get_column("captures").to_list()]
-    values = [float(r) / 100 for r in rates if r is not None]
-    if not values:
+    rate = pl.col("captures").replace("", None).str.json_decode(pl.Struct({"prefix_hit_pct": pl.Utf8}))
+    values = stats.select(rate.struct.field("prefix_hit_pct").cast(pl.Float64, strict=False) / 100).to_series().drop_nulls()
+    if values.len() == 0:
         return None
-    seen = Observed("stats_lines", hit_rate=max(values[1:]) if len(values) > 1 else None)
-    seen.extra["stats_lines"] = len(values)
+    seen = Observed("stats_lines", hit_rate=float(values.slice(1).max()) if values.len() > 1 else None)  # type: ignore[arg-type]
+    seen.extra["stats_lines"] = values.len()
     return seen
 
 

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from k3forensics.errors import SignatureError
-from k3forensics.metrics.load import LoadEvidence
+from k3forensics.metrics.load import STATS_LINE, LoadEvidence
 from k3forensics.verdicts import agent_api
 from k3forensics.verdicts.baseline import load_baselines, version_tuple
 from k3forensics.verdicts.compatibility import environment_problems, evaluate
-from k3forensics.verdicts.prefix_cache import Observed, Reuse, _judge
+from k3forensics.verdicts.prefix_cache import Observed, Reuse, _judge, from_stats_lines
 
 
 def facts(rows: list[tuple[str, str, str, int]]) -> pl.DataFrame:
@@ -141,8 +143,6 @@ def test_prefix_cache_reasons() -> None:
 
 
 def test_prefill_time_of_the_cold_request_against_the_rest_from_metrics() -> None:
-    from datetime import UTC, datetime, timedelta
-
     from k3forensics.verdicts.prefix_cache import from_metrics
 
     t0 = datetime(2026, 8, 31, 8, 0, tzinfo=UTC)
@@ -160,3 +160,19 @@ def test_prefill_time_of_the_cold_request_against_the_rest_from_metrics() -> Non
     assert seen.hit_rate == pytest.approx(14000 / 18000)
     assert seen.prefill_cold_s == pytest.approx(0.8) and seen.prefill_warm_s == pytest.approx(0.2)
     assert seen.prefill_fell
+
+
+def test_prefix_cache_rate_from_stats_lines_skips_the_cold_first_one() -> None:
+    captures = [json.dumps({"prefix_hit_pct": "12.0"}), None, json.dumps({"prefix_hit_pct": "63.5"}),
+                json.dumps({"running": "3"}), json.dumps({"prefix_hit_pct": "41.2"}), json.dumps({"prefix_hit_pct": "9.9"})]
+    order = [2, 5, 0, 3, 4, 1]  # listed out of time order
+    t0 = datetime(2026, 8, 31, 8, 0, tzinfo=UTC)
+    hits = pl.DataFrame({"seq": order, "signature": [STATS_LINE] * 6,
+                         "ts_order": [t0 + timedelta(seconds=10 * i) for i in order],
+                         "captures": [captures[i] for i in order]})
+    seen = from_stats_lines(hits)
+    assert seen is not None and seen.source == "stats_lines"
+    # In time order the rates are 12.0 (the cold first request), 63.5, 41.2, 9.9.
+    assert seen.hit_rate == pytest.approx(0.635) and seen.extra["stats_lines"] == 4
+    assert from_stats_lines(hits.filter(pl.col("seq") == 0)).hit_rate is None  # type: ignore[union-attr]
+    assert from_stats_lines(hits.filter(pl.col("seq") == 3)) is None
