@@ -231,3 +231,20 @@ def test_repeated_texts_parse_as_every_line_does(monkeypatch: pytest.MonkeyPatch
     assert_frame_equal(got.gather(list(range(0, frame.height, 997))), pl.concat(expected))
     monkeypatch.setattr("k3forensics.text.REPEATS_SHARE", 1 - share)
     assert_frame_equal(parse_log_frame(frame, LOG_FORMATS), got)
+
+
+def test_uvicorn_access_attributes_are_what_encoding_each_member_gives() -> None:
+    """An access line's attributes are encoded as one object: equal to `attrs_json` of its
+    members (quotes, backslashes and any script in the client and path included)."""
+    odd = ['INFO:     10.0.0.1:5 - "POST /v1/a"b\\c HTTP/1.1" 200 OK', 'INFO:     [::1]:80 - "GET /\u00e9t\u00e9?q=\u7bc0 HTTP/2" 404',
+           "INFO:     Started server process [1]", 'INFO:     h\u00f6st:1 - "DELETE /x HTTP/1.0" 500 Internal Server Error']
+    texts = [t for t in [*odd, *_sample_lines()] if ":  " in t]
+    events = parse_log_frame(lines_frame(texts), LOG_FORMATS).filter(pl.col("format") == "uvicorn")
+    assert events.height > 10 and events.get_column("attrs").str.contains('"path"').sum() > 5
+    access = events.select(pl.col("message").str.extract_groups(vllm.ACCESS_PATTERN).alias("a")).get_column("a")
+    a = pl.col("a")
+    want = pl.DataFrame({"a": access}).select(attrs_json(
+        logger=pl.lit("uvicorn"), client=a.struct.field("client"), method=a.struct.field("method"),
+        path=a.struct.field("path"), status=a.struct.field("status").cast(pl.Int64))).to_series()
+    assert events.get_column("attrs").to_list() == want.to_list()
+    assert json.loads(events.get_column("attrs")[0])["path"] == '/v1/a"b\\c'
