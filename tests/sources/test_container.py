@@ -231,6 +231,6 @@ def test_envelope_times_read_in_two_parts_equal_the_general_formats(edits: list[
         texts.append("".join(chars))
     series = pl.Series("t", texts, pl.Utf8)
     fast, general = container._parse_ts(series), container._parse_rfc3339(series)
-    assert fast.to_list() == general.to_list()
+    assert fast.eq_missing(general).all()  # compared in polars: a mutated year may be out of Python's range
     assert fast[0] == datetime(2026, 9, 14, 6, 0, 1, 110000, UTC)
     assert fast[1] == datetime(1969, 12, 31, 23, 59, 59, 999999, UTC)  # truncated, not rounded
