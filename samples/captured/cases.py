@@ -129,7 +129,6 @@ class _BigItems:
 
 def shm_dataloader():
     """DataLoader with worker processes returning 16 MiB tensors."""
-    torch = _torch()
     from torch.utils.data import DataLoader
     dl = DataLoader(_BigItems(), batch_size=2, num_workers=2)
     for j, b in enumerate(dl):
