@@ -7,6 +7,7 @@ latency quantiles. Thresholds are module constants, documented in docs/VERDICTS.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 import polars as pl
@@ -125,12 +126,17 @@ def _from_metrics(samples: pl.DataFrame) -> LoadEvidence:
 _STATS_FIELDS = {"kv_usage_pct": 0.01, "running": 1.0, "waiting": 1.0, "preemptions": 1.0}  # capture: scale
 
 
+def stats_points(stats: pl.DataFrame, names: Iterable[str]) -> pl.DataFrame:
+    """The stats lines' numeric captures (JSON of text values), one row per line in time
+    order, a column per capture name (null where a line lacks it or it is no number)."""
+    names = list(names)
+    captures = pl.col("captures").replace("", None).str.json_decode(pl.Struct(dict.fromkeys(names, pl.Utf8)))
+    return stats.sort("ts_order", "seq", nulls_last=True).select(
+        captures.struct.field(name).cast(pl.Float64, strict=False).alias(name) for name in names)
+
+
 def _from_stats(stats: pl.DataFrame) -> LoadEvidence:
-    """From the stats lines' captures (JSON of text values), in time order: a line per point."""
-    captures = pl.col("captures").replace("", None).str.json_decode(pl.Struct(dict.fromkeys(_STATS_FIELDS, pl.Utf8)))
-    points = stats.sort("ts_order", "seq", nulls_last=True).select(
-        (captures.struct.field(name).cast(pl.Float64, strict=False) * scale).alias(name)
-        for name, scale in _STATS_FIELDS.items())
+    points = stats_points(stats, _STATS_FIELDS).select(pl.col(n) * scale for n, scale in _STATS_FIELDS.items())
     kv, running, waiting, preempt = (points.get_column(name).drop_nulls() for name in _STATS_FIELDS)
     ev = LoadEvidence("stats_lines", points=points.height)
     ev.peak_running = float(running.max()) if running.len() else None  # type: ignore[arg-type]

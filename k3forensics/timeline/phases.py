@@ -93,7 +93,7 @@ def milestone_map(milestones: pl.DataFrame) -> MilestoneMap:
     never_ready = frozenset(n for n, r in top.iter_rows() if r is not None and r < READY_RANK)
     # A headless node follows the head once its own start-up reached engine_init (module doc).
     followers = set(timeline.filter((pl.col("_node_phase") == PHASES[ENGINE_RANK])
-                                    & pl.col("node").is_in(list(never_ready))).get_column("node").cast(pl.Utf8).to_list())
+                                    & pl.col("node").is_in(list(never_ready))).get_column("node").to_list())
     ready = timeline.filter(pl.col("_node_phase").is_in(PHASES[READY_RANK:]))
     heads = ready.filter(~pl.col("node").is_in(list(followers))).drop("node") if followers else ready.clear().drop("node")
     files = frozenset(rows.get_column("file").unique().to_list())  # millions of rows, few files

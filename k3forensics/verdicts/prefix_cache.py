@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from k3forensics.metrics.histogram import histogram_mean
-from k3forensics.metrics.load import STATS_LINE, LoadEvidence
+from k3forensics.metrics.load import STATS_LINE, LoadEvidence, stats_points
 from k3forensics.metrics.rates import total_increase
 from k3forensics.metrics.series import first_present, series
 from k3forensics.verdicts.exchanges import cached_tokens, shares_prefix, timed
@@ -225,9 +225,8 @@ def from_stats_lines(hits: pl.DataFrame) -> Observed | None:
     """`Prefix cache hit rate: X%` of the stats lines after the first one (the cold request's)."""
     if hits.height == 0 or "signature" not in hits.columns:
         return None
-    stats = hits.filter(pl.col("signature") == STATS_LINE).sort("ts_order", "seq", nulls_last=True)
-    rate = pl.col("captures").replace("", None).str.json_decode(pl.Struct({"prefix_hit_pct": pl.Utf8}))
-    values = stats.select(rate.struct.field("prefix_hit_pct").cast(pl.Float64, strict=False) / 100).to_series().drop_nulls()
+    stats = hits.filter(pl.col("signature") == STATS_LINE)
+    values = (stats_points(stats, ["prefix_hit_pct"]).to_series() / 100).drop_nulls()
     if values.len() == 0:
         return None
     seen = Observed("stats_lines", hit_rate=float(values.slice(1).max()) if values.len() > 1 else None)  # type: ignore[arg-type]
